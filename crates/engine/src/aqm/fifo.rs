@@ -1,0 +1,131 @@
+//! Tail-drop FIFO, and [`PacketQueue`], the byte-counting ring buffer every
+//! discipline stores its packets in.
+
+use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use crate::net::packet::Packet;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// A FIFO of packets that tracks its byte backlog.
+#[derive(Debug, Clone, Default)]
+pub struct PacketQueue {
+    q: VecDeque<Packet>,
+    bytes: u64,
+}
+
+impl PacketQueue {
+    pub fn with_capacity(pkts: usize) -> Self {
+        PacketQueue { q: VecDeque::with_capacity(pkts), bytes: 0 }
+    }
+    #[inline]
+    pub fn push(&mut self, pkt: Packet) {
+        self.bytes += pkt.size_bytes as u64;
+        self.q.push_back(pkt);
+    }
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size_bytes as u64;
+        Some(p)
+    }
+    #[inline]
+    pub fn head(&self) -> Option<&Packet> {
+        self.q.front()
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.q.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    #[inline]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// Sojourn time of the head packet at `now_ns` (0 when empty).
+    #[inline]
+    pub fn head_sojourn_ns(&self, now_ns: u64) -> u64 {
+        self.q.front().map_or(0, |p| now_ns.saturating_sub(p.enq_ns))
+    }
+}
+
+/// Initial ring capacity: large enough that a typical queue never reallocates.
+pub(crate) fn initial_capacity(limit: &QueueLimit, mtu: u32) -> usize {
+    let by_pkts = limit.pkts.unwrap_or(u64::MAX);
+    let by_bytes = limit.bytes.map_or(u64::MAX, |b| b / 64);
+    let _ = mtu;
+    by_pkts.min(by_bytes).min(16_384) as usize
+}
+
+/// FIFO has no parameters of its own; the buffer limit comes from the scenario.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FifoConfig {}
+
+#[derive(Debug, Clone)]
+pub struct Fifo {
+    q: PacketQueue,
+    limit: QueueLimit,
+}
+
+impl Fifo {
+    pub fn new(_cfg: FifoConfig, env: &QdiscEnv) -> Result<Self, String> {
+        Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit })
+    }
+}
+
+impl Qdisc for Fifo {
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
+            ctx.drop(pkt, DropReason::Overflow);
+        } else {
+            self.q.push(pkt);
+        }
+    }
+    #[inline]
+    fn dequeue(&mut self, _ctx: &mut QdiscCtx) -> Option<Packet> {
+        self.q.pop()
+    }
+    fn len_pkts(&self) -> usize {
+        self.q.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.q.bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aqm::testing::{data, env, Harness};
+    use crate::net::packet::Ecn;
+
+    #[test]
+    fn fifo_tail_drops_at_the_packet_limit_and_keeps_order() {
+        let mut h = Harness::new(Fifo::new(FifoConfig {}, &env(10_000_000, 3)).unwrap());
+        for i in 0..5u64 {
+            let mut p = data(0, Ecn::NotEct);
+            p.seq = i;
+            h.enqueue(i, p);
+        }
+        assert_eq!(h.q.len_pkts(), 3);
+        assert_eq!(h.drops(), 2);
+        let seqs: Vec<u64> = std::iter::from_fn(|| h.dequeue(10)).map(|p| p.seq).collect();
+        assert_eq!(seqs, vec![0, 1, 2]);
+        h.assert_conservation();
+    }
+
+    #[test]
+    fn byte_limit_counts_bytes() {
+        let e = QdiscEnv { limit: QueueLimit { pkts: None, bytes: Some(4000) }, ..env(1, 1) };
+        let mut h = Harness::new(Fifo::new(FifoConfig {}, &e).unwrap());
+        for _ in 0..3 {
+            h.enqueue(0, data(0, Ecn::NotEct));
+        }
+        assert_eq!(h.q.len_pkts(), 2);
+        assert_eq!(h.q.backlog_bytes(), 3000);
+    }
+}

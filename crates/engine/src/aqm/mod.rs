@@ -1,0 +1,422 @@
+//! Queue disciplines: one file per algorithm, all behind [`Qdisc`].
+//!
+//! An AQM sees packets and time only (never TCP state). It stores packets it
+//! accepts, and reports every drop or mark through [`QdiscCtx`], which keeps
+//! the shared bookkeeping (ns-3's non-virtual interface): arrivals,
+//! departures, drops and marks per sub-queue and per reason, per-flow
+//! counters, and sojourn times. The engine wraps each qdisc in a
+//! [`QueueSlot`](crate::net::link) that checks the conservation invariant
+//! `arrived = departed + dropped + resident`.
+//!
+//! Adding an algorithm touches its own file, one line in [`AqmKind`] /
+//! [`AnyQdisc`], and its tests.
+
+pub mod fifo;
+pub mod step;
+
+use crate::net::packet::{Ecn, Packet};
+use crate::sim::rng::SimRng;
+use crate::sim::units::BufferSpec;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Why a packet was dropped. Indexes per-reason counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum DropReason {
+    /// The buffer limit was reached (tail drop, or the fattest flow for FQ).
+    Overflow = 0,
+    /// The AQM chose the packet (early drop) and it was not ECN-capable,
+    /// or the AQM drops regardless of ECN (e.g. PIE above 10 %).
+    Aqm = 1,
+    /// DualQ overload: L4S traffic dropped because the coupled probability saturated.
+    Overload = 2,
+    /// Random loss configured on a link.
+    LinkLoss = 3,
+}
+pub const DROP_REASONS: [&str; 4] = ["overflow", "aqm", "overload", "link_loss"];
+
+/// Why a packet was CE-marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum MarkReason {
+    /// The AQM's (classic) probability chose it.
+    Aqm = 0,
+    /// A native L4S / DCTCP step or ramp threshold.
+    Step = 1,
+    /// The coupled L4S probability (RFC 9332 p_CL).
+    Coupled = 2,
+    /// Random CE marking configured on a link.
+    LinkMark = 3,
+}
+pub const MARK_REASONS: [&str; 4] = ["aqm", "step", "coupled", "link_mark"];
+
+/// Most sub-queues any discipline has (DualQ: 2). Per-sub-queue stats are fixed arrays.
+pub const MAX_SUBQUEUES: usize = 4;
+
+/// Counters the context updates; the owner folds them into stats.
+#[derive(Debug, Clone, Default)]
+pub struct SubqueueCounters {
+    pub arrived_pkts: u64,
+    pub arrived_bytes: u64,
+    pub departed_pkts: u64,
+    pub departed_bytes: u64,
+    pub dropped_pkts: [u64; 4],
+    pub dropped_bytes: u64,
+    pub marked_pkts: [u64; 4],
+}
+
+impl SubqueueCounters {
+    pub fn drops(&self) -> u64 {
+        self.dropped_pkts.iter().sum()
+    }
+    pub fn marks(&self) -> u64 {
+        self.marked_pkts.iter().sum()
+    }
+}
+
+/// Per-flow counters of what queues did to a flow's packets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FlowQueueCounters {
+    pub drops: u64,
+    pub marks: u64,
+}
+
+/// What a discipline may touch while it runs: the clock, its random stream,
+/// and the drop/mark accounting.
+pub struct QdiscCtx<'a> {
+    pub now_ns: u64,
+    pub rng: &'a mut SimRng,
+    pub(crate) counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
+    pub(crate) flow_counters: &'a mut [FlowQueueCounters],
+}
+
+impl<'a> QdiscCtx<'a> {
+    pub fn new(
+        now_ns: u64,
+        rng: &'a mut SimRng,
+        counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
+        flow_counters: &'a mut [FlowQueueCounters],
+    ) -> Self {
+        QdiscCtx { now_ns, rng, counters, flow_counters }
+    }
+
+    /// Discard `pkt` for `reason`.
+    pub fn drop(&mut self, pkt: Packet, reason: DropReason) {
+        let c = &mut self.counters[pkt.subq as usize];
+        c.dropped_pkts[reason as usize] += 1;
+        c.dropped_bytes += pkt.size_bytes as u64;
+        if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
+            f.drops += 1;
+        }
+    }
+
+    /// Set CE on an ECN-capable packet. Returns false (and changes nothing)
+    /// for a Not-ECT packet, which the caller must then drop.
+    pub fn mark(&mut self, pkt: &mut Packet, reason: MarkReason) -> bool {
+        if !pkt.ecn.is_ect() {
+            return false;
+        }
+        pkt.ecn = Ecn::Ce;
+        self.counters[pkt.subq as usize].marked_pkts[reason as usize] += 1;
+        if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
+            f.marks += 1;
+        }
+        true
+    }
+
+    /// RFC 3168 §7: signal congestion by CE if the packet is ECN-capable,
+    /// otherwise by dropping it. Returns the packet if it survives.
+    pub fn mark_or_drop(&mut self, mut pkt: Packet, mark: MarkReason, drop: DropReason) -> Option<Packet> {
+        if self.mark(&mut pkt, mark) {
+            Some(pkt)
+        } else {
+            self.drop(pkt, drop);
+            None
+        }
+    }
+}
+
+/// A queue's capacity, resolved from the scenario's buffer (packets, bytes,
+/// or time at the link rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueLimit {
+    pub pkts: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+impl QueueLimit {
+    pub fn from_spec(spec: BufferSpec, rate_bps: u64) -> Self {
+        match spec {
+            BufferSpec::Packets(p) => QueueLimit { pkts: Some(p), bytes: None },
+            BufferSpec::Bytes(b) => QueueLimit { pkts: None, bytes: Some(b) },
+            BufferSpec::Time(t) => QueueLimit {
+                pkts: None,
+                bytes: Some(((rate_bps as u128 * t as u128) / (8 * 1_000_000_000u128)) as u64),
+            },
+        }
+    }
+
+    /// Would adding a packet of `size` to a queue holding (`len_pkts`,
+    /// `backlog_bytes`) exceed the limit?
+    #[inline]
+    pub fn would_overflow(&self, len_pkts: usize, backlog_bytes: u64, size: u32) -> bool {
+        self.pkts.is_some_and(|p| len_pkts as u64 + 1 > p)
+            || self.bytes.is_some_and(|b| backlog_bytes + size as u64 > b)
+    }
+
+    /// The limit in bytes, using `mtu` per packet for packet limits.
+    pub fn as_bytes(&self, mtu: u32) -> u64 {
+        match (self.pkts, self.bytes) {
+            (_, Some(b)) => b,
+            (Some(p), None) => p * mtu as u64,
+            (None, None) => u64::MAX,
+        }
+    }
+}
+
+/// What a discipline is told about its link when it is built.
+#[derive(Debug, Clone, Copy)]
+pub struct QdiscEnv {
+    pub link_rate_bps: u64,
+    pub mtu_bytes: u32,
+    pub limit: QueueLimit,
+}
+
+/// The interface every queue discipline implements.
+///
+/// `enqueue` takes ownership: the discipline either stores the packet or
+/// reports it through `ctx.drop`. `dequeue` may drop or mark packets (CoDel,
+/// DualPI2) before returning one; it returns `None` only when it holds no
+/// packet it is willing to send now.
+pub trait Qdisc {
+    /// Sub-queue of `pkt` (index into [`Qdisc::subqueue_names`]); called by
+    /// the engine before `enqueue` so arrivals are counted per sub-queue.
+    fn classify(&self, _pkt: &Packet) -> u8 {
+        0
+    }
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx);
+    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet>;
+    /// Packets resident.
+    fn len_pkts(&self) -> usize;
+    /// Bytes resident.
+    fn backlog_bytes(&self) -> u64;
+    /// Names of the sub-queues, e.g. `["l4s", "classic"]`.
+    fn subqueue_names(&self) -> &'static [&'static str] {
+        &["all"]
+    }
+    /// Packets resident per sub-queue (for time series); default: all in 0.
+    fn subqueue_len_pkts(&self, sub: usize) -> usize {
+        if sub == 0 {
+            self.len_pkts()
+        } else {
+            0
+        }
+    }
+    /// When the periodic update (PIE, PI2, ARED, ...) next wants to run.
+    fn next_timer_ns(&self) -> Option<u64> {
+        None
+    }
+    fn on_timer(&mut self, _ctx: &mut QdiscCtx) {}
+    /// Names of internal probabilities/state worth plotting over time.
+    fn probe_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Current values, in the order of `probe_names`.
+    fn probe(&self, _out: &mut [f64]) {}
+}
+
+/// Deserialise an algorithm's parameters (strict: unknown keys are errors)
+/// with every unspecified field at its documented default.
+pub fn parse_params<T: DeserializeOwned + Default>(params: &serde_json::Value) -> Result<T, String> {
+    if params.is_null() {
+        return Ok(T::default());
+    }
+    crate::scenario::from_value_path(params.clone())
+}
+
+/// Serialise a config (all defaults filled in) for the normalised scenario.
+pub fn to_value<T: Serialize>(cfg: &T) -> serde_json::Value {
+    serde_json::to_value(cfg).expect("configs serialise")
+}
+
+/// Static dispatch over the disciplines (no boxes, `Clone` for snapshots).
+#[derive(Debug, Clone)]
+pub enum AnyQdisc {
+    Fifo(fifo::Fifo),
+    Step(step::Step),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $q:ident => $e:expr) => {
+        match $self {
+            AnyQdisc::Fifo($q) => $e,
+            AnyQdisc::Step($q) => $e,
+        }
+    };
+}
+
+impl Qdisc for AnyQdisc {
+    #[inline]
+    fn classify(&self, pkt: &Packet) -> u8 {
+        dispatch!(self, q => q.classify(pkt))
+    }
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+        dispatch!(self, q => q.enqueue(pkt, ctx))
+    }
+    #[inline]
+    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
+        dispatch!(self, q => q.dequeue(ctx))
+    }
+    #[inline]
+    fn len_pkts(&self) -> usize {
+        dispatch!(self, q => q.len_pkts())
+    }
+    #[inline]
+    fn backlog_bytes(&self) -> u64 {
+        dispatch!(self, q => q.backlog_bytes())
+    }
+    fn subqueue_names(&self) -> &'static [&'static str] {
+        dispatch!(self, q => q.subqueue_names())
+    }
+    fn subqueue_len_pkts(&self, sub: usize) -> usize {
+        dispatch!(self, q => q.subqueue_len_pkts(sub))
+    }
+    #[inline]
+    fn next_timer_ns(&self) -> Option<u64> {
+        dispatch!(self, q => q.next_timer_ns())
+    }
+    fn on_timer(&mut self, ctx: &mut QdiscCtx) {
+        dispatch!(self, q => q.on_timer(ctx))
+    }
+    fn probe_names(&self) -> &'static [&'static str] {
+        dispatch!(self, q => q.probe_names())
+    }
+    fn probe(&self, out: &mut [f64]) {
+        dispatch!(self, q => q.probe(out))
+    }
+}
+
+/// The registry: name -> (build, defaults). One line per algorithm.
+pub struct AqmEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Build from (strict) params; returns the discipline and its normalised params.
+    pub build: fn(&serde_json::Value, &QdiscEnv) -> Result<(AnyQdisc, serde_json::Value), String>,
+}
+
+macro_rules! entry {
+    ($name:expr, $summary:expr, $cfg:ty, $variant:ident, $ty:ty) => {
+        AqmEntry {
+            name: $name,
+            summary: $summary,
+            build: |params, env| {
+                let cfg: $cfg = parse_params(params)?;
+                let q = <$ty>::new(cfg.clone(), env)?;
+                Ok((AnyQdisc::$variant(q), to_value(&cfg)))
+            },
+        }
+    };
+}
+
+pub const REGISTRY: &[AqmEntry] = &[
+    entry!("fifo", "tail-drop FIFO", fifo::FifoConfig, Fifo, fifo::Fifo),
+    entry!("step", "DCTCP-style instantaneous step ECN marking at threshold K", step::StepConfig, Step, step::Step),
+];
+
+pub fn aqm_names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|e| e.name).collect()
+}
+
+pub fn lookup(name: &str) -> Option<&'static AqmEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// Build a discipline by name; errors are one line naming the allowed values.
+pub fn build(name: &str, params: &serde_json::Value, env: &QdiscEnv) -> Result<(AnyQdisc, serde_json::Value), String> {
+    match lookup(name) {
+        Some(e) => (e.build)(params, env),
+        None => Err(crate::scenario::unknown_choice("AQM", name, &aqm_names())),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A harness for trace-driven AQM unit tests: scripted arrivals and
+    //! dequeues at given times, with counters to assert on.
+    use super::*;
+    use crate::net::packet::PacketKind;
+    use crate::sim::rng::Domain;
+
+    pub struct Harness<Q: Qdisc> {
+        pub q: Q,
+        pub rng: SimRng,
+        pub counters: [SubqueueCounters; MAX_SUBQUEUES],
+        pub flows: Vec<FlowQueueCounters>,
+    }
+
+    impl<Q: Qdisc> Harness<Q> {
+        pub fn new(q: Q) -> Self {
+            Harness {
+                q,
+                rng: SimRng::derive(1, Domain::Queue, 0),
+                counters: Default::default(),
+                flows: vec![FlowQueueCounters::default(); 64],
+            }
+        }
+        pub fn ctx(&mut self, now_ns: u64) -> (&mut Q, QdiscCtx<'_>) {
+            (&mut self.q, QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, &mut self.flows))
+        }
+        #[track_caller]
+        pub fn enqueue(&mut self, now_ns: u64, mut pkt: Packet) {
+            pkt.subq = self.q.classify(&pkt);
+            pkt.enq_ns = now_ns;
+            let c = &mut self.counters[pkt.subq as usize];
+            c.arrived_pkts += 1;
+            c.arrived_bytes += pkt.size_bytes as u64;
+            let (q, mut ctx) = self.ctx(now_ns);
+            q.enqueue(pkt, &mut ctx);
+        }
+        #[track_caller]
+        pub fn dequeue(&mut self, now_ns: u64) -> Option<Packet> {
+            let (q, mut ctx) = self.ctx(now_ns);
+            let p = q.dequeue(&mut ctx)?;
+            let c = &mut self.counters[p.subq as usize];
+            c.departed_pkts += 1;
+            c.departed_bytes += p.size_bytes as u64;
+            Some(p)
+        }
+        pub fn timer(&mut self, now_ns: u64) {
+            let (q, mut ctx) = self.ctx(now_ns);
+            q.on_timer(&mut ctx);
+        }
+        pub fn drops(&self) -> u64 {
+            self.counters.iter().map(|c| c.drops()).sum()
+        }
+        pub fn marks(&self) -> u64 {
+            self.counters.iter().map(|c| c.marks()).sum()
+        }
+        /// arrived = departed + dropped + resident.
+        #[track_caller]
+        pub fn assert_conservation(&self) {
+            let arrived: u64 = self.counters.iter().map(|c| c.arrived_pkts).sum();
+            let departed: u64 = self.counters.iter().map(|c| c.departed_pkts).sum();
+            assert_eq!(arrived, departed + self.drops() + self.q.len_pkts() as u64);
+        }
+    }
+
+    /// A 1500-byte data packet of `flow` with the given ECN codepoint.
+    pub fn data(flow: u32, ecn: Ecn) -> Packet {
+        let mut p = Packet::new(PacketKind::Data, flow, 1500);
+        p.ecn = ecn;
+        p
+    }
+
+    pub fn env(rate_bps: u64, limit_pkts: u64) -> QdiscEnv {
+        QdiscEnv {
+            link_rate_bps: rate_bps,
+            mtu_bytes: 1500,
+            limit: QueueLimit { pkts: Some(limit_pkts), bytes: None },
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Packets, links, delay lines and routes.
+
+pub mod packet;
