@@ -1,13 +1,612 @@
 //! The scenario: what to simulate, validated before anything runs.
+//!
+//! The Python front reads TOML and hands the engine the same tree as JSON.
+//! Deserialisation is strict (unknown keys are errors, with "did you mean");
+//! [`Scenario::validate`] then checks meaning (known AQM/CC names, positive
+//! rates, warm-up shorter than the run, ...) and fills every default, so the
+//! normalised scenario written to `summary.json` says exactly what ran.
+//! Errors are one line: `path: what is wrong (allowed: ...)`.
 
+use crate::sim::units::{
+    serde_buffer, serde_duration, serde_opt_duration, serde_opt_rate, serde_opt_size, serde_per_second, serde_rate,
+    BufferSpec,
+};
+use crate::transport::{EcnSetting, TcpConfig};
+use crate::{aqm, cc};
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_count() -> u32 {
+    1
+}
+fn default_aqm() -> String {
+    "fifo".into()
+}
+/// Default buffer: 100 ms at the link rate (a common testbed choice; ns-3's
+/// 100-packet default is far too small at 10 Gbit/s and too large at 1 Mbit/s).
+fn default_buffer() -> BufferSpec {
+    BufferSpec::Time(100_000_000)
+}
+fn default_true() -> bool {
+    true
+}
+fn default_interval() -> u64 {
+    100_000_000
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(rename = "duration", with = "serde_duration")]
+    pub duration_ns: u64,
+    /// Excluded from summary statistics.
+    #[serde(rename = "warmup", default, with = "serde_duration")]
+    pub warmup_ns: u64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// A dumbbell: senders → bottleneck → receivers, per-flow base RTTs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<BottleneckSpec>,
+    /// An explicit graph of links (instead of `bottleneck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
+    #[serde(default)]
+    pub flows: Vec<FlowGroup>,
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateChange {
+    #[serde(rename = "at", with = "serde_duration")]
+    pub at_ns: u64,
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+}
+
+/// A queue on a link: discipline, its parameters and the buffer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckSpec {
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+    /// One-way propagation delay of the bottleneck link itself (part of every flow's RTT).
+    #[serde(rename = "delay", default, with = "serde_duration")]
+    pub delay_ns: u64,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    /// Overrides of the AQM's parameters, named as in its spec.
+    #[serde(default)]
+    pub params: Value,
+    /// Random drop probability on the link.
+    #[serde(default)]
+    pub loss: f64,
+    /// Random CE-mark probability on the link (ECN-capable packets only).
+    #[serde(default)]
+    pub mark: f64,
+    /// Rate changes over time ("at 2 s the rate becomes 0.5 Gbps").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateChange>,
+    /// Sender access-link rate (NIC serialisation); unlimited by default.
+    #[serde(rename = "access_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub access_rate_bps: Option<u64>,
+    /// A queue on the ACK path; uncongested (pure delay) by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<ReverseSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReverseSpec {
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+    #[serde(flatten)]
+    pub queue: QueueSpec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    pub links: Vec<LinkSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: String,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// None: a pure delay (no serialisation, no queue).
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    #[serde(rename = "delay", default, with = "serde_duration")]
+    pub delay_ns: u64,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub mark: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateChange>,
+    /// Also create the reverse link (same rate and delay, tail-drop FIFO).
+    #[serde(default = "default_true")]
+    pub duplex: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowGroup {
+    /// Congestion control name, or "udp" for constant bit rate.
+    pub cc: String,
+    #[serde(default = "default_count")]
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Base RTT (dumbbell).
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<u64>,
+    /// End nodes (graph topology).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    /// off | classic | l4s | dctcp; default depends on `cc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<String>,
+    /// Overrides of the congestion control's parameters.
+    #[serde(default)]
+    pub params: Value,
+    #[serde(rename = "start", default, with = "serde_duration")]
+    pub start_ns: u64,
+    /// Each flow starts uniformly at random within this after `start`.
+    #[serde(rename = "start_jitter", default, with = "serde_duration")]
+    pub start_jitter_ns: u64,
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub stop_ns: Option<u64>,
+    /// Finite flow size (payload); unbounded when absent.
+    #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// UDP only: sending rate.
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// UDP only: datagram size on the wire (default: the MTU).
+    #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub packet_size_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeDist {
+    /// pareto | exponential | fixed | uniform
+    pub dist: String,
+    #[serde(rename = "min", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub min_bytes: Option<u64>,
+    #[serde(rename = "max", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    #[serde(rename = "mean", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub mean_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// web: finite TCP flows arriving over time.
+    pub kind: String,
+    /// poisson
+    #[serde(default = "default_arrival")]
+    pub arrival: String,
+    #[serde(with = "serde_per_second")]
+    pub rate: f64,
+    pub size: SizeDist,
+    pub cc: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<String>,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(rename = "start", default, with = "serde_duration")]
+    pub start_ns: u64,
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub stop_ns: Option<u64>,
+}
+
+fn default_arrival() -> String {
+    "poisson".into()
+}
+
+/// Which collectors run. Switched-off collectors cost nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Sampling interval of the time series (goodput, cwnd, RTT, queue length, AQM probabilities).
+    #[serde(rename = "interval", with = "serde_duration")]
+    pub interval_ns: u64,
+    /// Per-flow and per-queue time series.
+    pub timeseries: bool,
+    /// Per-sub-queue sojourn-time histograms (percentiles in the summary).
+    pub sojourn_histograms: bool,
+    /// Record the sojourn of every N-th dequeued packet as a raw sample (0: off).
+    pub sojourn_samples_every: u32,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { interval_ns: default_interval(), timeseries: true, sojourn_histograms: true, sojourn_samples_every: 0 }
+    }
+}
+
+/// Parse the JSON form of a scenario (strict keys), then validate it.
+pub fn parse(json: &str) -> Result<Scenario, String> {
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("scenario is not valid JSON: {e}"))?;
+    let mut s: Scenario = from_value_path(v)?;
+    s.validate()?;
+    Ok(s)
+}
+
+fn check_prob(path: &str, p: f64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!("{path}: must be a probability in [0, 1] (got {p})"));
+    }
+    Ok(())
+}
+
+fn check_rate(path: &str, r: u64) -> Result<(), String> {
+    if r == 0 {
+        return Err(format!("{path}: must be positive"));
+    }
+    Ok(())
+}
+
+fn check_buffer(path: &str, b: BufferSpec) -> Result<(), String> {
+    if matches!(b, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
+        return Err(format!("{path}: must be positive"));
+    }
+    Ok(())
+}
+
+/// Validate and normalise a queue: returns the params with defaults filled.
+fn check_queue(path: &str, aqm_name: &str, params: &Value, rate_bps: u64, buffer: BufferSpec, mtu: u32) -> Result<Value, String> {
+    check_buffer(&format!("{path}.buffer"), buffer)?;
+    if !(params.is_null() || params.is_object()) {
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
+    }
+    let env = aqm::QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: mtu, limit: aqm::QueueLimit::from_spec(buffer, rate_bps) };
+    match aqm::lookup(aqm_name) {
+        None => Err(format!("{path}.aqm: {}", unknown_choice("AQM", aqm_name, &aqm::aqm_names()))),
+        Some(e) => (e.build)(params, &env).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m)),
+    }
+}
+
+fn check_schedule(path: &str, sched: &[RateChange]) -> Result<(), String> {
+    for (i, c) in sched.iter().enumerate() {
+        check_rate(&format!("{path}.rate_schedule[{i}].rate"), c.rate_bps)?;
+        if i > 0 && c.at_ns < sched[i - 1].at_ns {
+            return Err(format!("{path}.rate_schedule[{i}].at: changes must be in time order"));
+        }
+    }
+    Ok(())
+}
+
+/// Prefix an error from a nested parse with its location: "field: msg"
+/// becomes "prefix.field: msg"; a message without a field becomes "prefix: msg".
+pub fn join_path(prefix: &str, msg: &str) -> String {
+    match msg.split_once(": ") {
+        Some((head, _)) if !head.is_empty() && !head.contains(' ') && !head.contains('\'') => format!("{prefix}.{msg}"),
+        _ => format!("{prefix}: {msg}"),
+    }
+}
+
+/// Names a flow's `cc` may take.
+pub fn flow_cc_names() -> Vec<&'static str> {
+    let mut v = cc::cc_names();
+    v.push("udp");
+    v
+}
+
+/// Resolve a flow's ECN setting: the explicit one, or the controller's default.
+pub fn resolve_ecn(path: &str, cc_name: &str, ecn: Option<&str>) -> Result<EcnSetting, String> {
+    let name = match ecn {
+        Some(e) => e,
+        None => cc::lookup(cc_name).map_or("off", |e| e.default_ecn),
+    };
+    EcnSetting::parse(name).ok_or_else(|| format!("{path}.ecn: {}", unknown_choice("ECN setting", name, &EcnSetting::NAMES)))
+}
+
+/// Validate the endpoints and controller of a flow group or workload; returns normalised CC params.
+fn check_endpoint(
+    path: &str,
+    cc_name: &str,
+    params: &Value,
+    ecn: Option<&str>,
+    rtt_ns: Option<u64>,
+    src: &Option<String>,
+    dst: &Option<String>,
+    topo: &Option<TopologySpec>,
+    bottleneck_delay_ns: u64,
+) -> Result<Value, String> {
+    if !flow_cc_names().contains(&cc_name) {
+        return Err(format!("{path}.cc: {}", unknown_choice("congestion control", cc_name, &flow_cc_names())));
+    }
+    resolve_ecn(path, cc_name, ecn)?;
+    match topo {
+        None => {
+            let rtt = rtt_ns.ok_or_else(|| format!("{path}.rtt: required (the flow's base RTT, e.g. '10ms')"))?;
+            if rtt == 0 {
+                return Err(format!("{path}.rtt: must be positive"));
+            }
+            if rtt < 2 * bottleneck_delay_ns {
+                return Err(format!("{path}.rtt: {} is shorter than twice the bottleneck delay", crate::sim::units::format_duration_ns(rtt)));
+            }
+            if src.is_some() || dst.is_some() {
+                return Err(format!("{path}: src/dst apply to a [topology]; a dumbbell flow takes rtt"));
+            }
+        }
+        Some(t) => {
+            let nodes = t.node_names();
+            for (k, v) in [("src", src), ("dst", dst)] {
+                let n = v.as_deref().ok_or_else(|| format!("{path}.{k}: required with a [topology]"))?;
+                if !nodes.contains(&n) {
+                    return Err(format!("{path}.{k}: {}", unknown_choice("node", n, &nodes)));
+                }
+            }
+            if rtt_ns.is_some() {
+                return Err(format!("{path}.rtt: with a [topology] the RTT follows from the links"));
+            }
+        }
+    }
+    if cc_name == "udp" {
+        if !params.is_null() && params.as_object().is_some_and(|o| !o.is_empty()) {
+            return Err(format!("{path}.params: udp takes no parameters"));
+        }
+        return Ok(Value::Null);
+    }
+    if !(params.is_null() || params.is_object()) {
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
+    }
+    let e = cc::lookup(cc_name).expect("checked above");
+    (e.build)(params).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m))
+}
+
+impl TopologySpec {
+    pub fn node_names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = vec![];
+        for l in &self.links {
+            for n in [l.from.as_str(), l.to.as_str()] {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+            }
+        }
+        v
+    }
+}
+
+impl Scenario {
+    /// Check meaning and fill defaults (AQM and CC parameters included).
+    pub fn validate(&mut self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration: must be positive".into());
+        }
+        if self.warmup_ns >= self.duration_ns {
+            return Err(format!(
+                "warmup: {} must be shorter than duration {}",
+                crate::sim::units::format_duration_ns(self.warmup_ns),
+                crate::sim::units::format_duration_ns(self.duration_ns)
+            ));
+        }
+        self.tcp.validate().map_err(|m| format!("tcp.{m}"))?;
+        if self.metrics.interval_ns == 0 {
+            return Err("metrics.interval: must be positive".into());
+        }
+        let mtu = self.tcp.mtu_bytes;
+        let mut bottleneck_delay = 0;
+        match (&mut self.bottleneck, &mut self.topology) {
+            (Some(_), Some(_)) => return Err("bottleneck: give either [bottleneck] (a dumbbell) or [topology], not both".into()),
+            (None, None) => return Err("bottleneck: required (or a [topology] with links)".into()),
+            (Some(b), None) => {
+                check_rate("bottleneck.rate", b.rate_bps)?;
+                check_prob("bottleneck.loss", b.loss)?;
+                check_prob("bottleneck.mark", b.mark)?;
+                check_schedule("bottleneck", &b.rate_schedule)?;
+                b.params = check_queue("bottleneck", &b.aqm, &b.params, b.rate_bps, b.buffer, mtu)?;
+                if let Some(r) = &mut b.reverse {
+                    check_rate("bottleneck.reverse.rate", r.rate_bps)?;
+                    r.queue.params = check_queue("bottleneck.reverse", &r.queue.aqm, &r.queue.params, r.rate_bps, r.queue.buffer, mtu)?;
+                }
+                if let Some(a) = b.access_rate_bps {
+                    check_rate("bottleneck.access_rate", a)?;
+                }
+                bottleneck_delay = b.delay_ns;
+            }
+            (None, Some(t)) => {
+                if t.links.is_empty() {
+                    return Err("topology.links: needs at least one link".into());
+                }
+                for (i, l) in t.links.iter_mut().enumerate() {
+                    let p = format!("topology.links[{i}]");
+                    if l.from == l.to {
+                        return Err(format!("{p}: from and to are the same node '{}'", l.from));
+                    }
+                    check_prob(&format!("{p}.loss"), l.loss)?;
+                    check_prob(&format!("{p}.mark"), l.mark)?;
+                    check_schedule(&p, &l.rate_schedule)?;
+                    match l.rate_bps {
+                        Some(r) => {
+                            check_rate(&format!("{p}.rate"), r)?;
+                            l.params = check_queue(&p, &l.aqm, &l.params, r, l.buffer, mtu)?;
+                        }
+                        None if l.aqm != "fifo" || !l.rate_schedule.is_empty() => {
+                            return Err(format!("{p}.rate: a link without a rate is a pure delay and cannot have a queue or rate schedule"));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        if self.flows.is_empty() && self.workloads.is_empty() {
+            return Err("flows: at least one flow or workload is required".into());
+        }
+        let topo = self.topology.clone();
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let p = format!("flows[{i}]");
+            if f.count == 0 {
+                return Err(format!("{p}.count: must be at least 1"));
+            }
+            f.params = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
+            f.ecn = Some(format!("{:?}", resolve_ecn(&p, &f.cc, f.ecn.as_deref())?).to_lowercase());
+            if let Some(s) = f.stop_ns {
+                if s <= f.start_ns {
+                    return Err(format!("{p}.stop: must be later than start"));
+                }
+            }
+            if f.cc == "udp" {
+                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a udp flow (e.g. '10Mbps')"))?;
+                check_rate(&format!("{p}.rate"), r)?;
+                if f.size_bytes.is_some() {
+                    return Err(format!("{p}.size: udp flows run from start to stop; size applies to TCP"));
+                }
+                let ps = f.packet_size_bytes.unwrap_or(mtu as u64);
+                if !(64..=65_535).contains(&ps) {
+                    return Err(format!("{p}.packet_size: must lie in 64B..=65535B"));
+                }
+            } else {
+                if f.rate_bps.is_some() {
+                    return Err(format!("{p}.rate: only udp flows have a fixed rate"));
+                }
+                if f.packet_size_bytes.is_some() {
+                    return Err(format!("{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"));
+                }
+                if f.size_bytes == Some(0) {
+                    return Err(format!("{p}.size: must be positive"));
+                }
+            }
+        }
+        for (i, w) in self.workloads.iter_mut().enumerate() {
+            let p = format!("workloads[{i}]");
+            if w.kind != "web" {
+                return Err(format!("{p}.kind: {}", unknown_choice("workload kind", &w.kind, &["web"])));
+            }
+            if w.arrival != "poisson" {
+                return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
+            }
+            if w.cc == "udp" {
+                return Err(format!("{p}.cc: web workloads carry TCP flows"));
+            }
+            w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
+            w.ecn = Some(format!("{:?}", resolve_ecn(&p, &w.cc, w.ecn.as_deref())?).to_lowercase());
+            w.size.check(&format!("{p}.size"))?;
+        }
+        Ok(())
+    }
+
+    /// The normalised scenario as JSON (all defaults filled in).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("scenario serialises")
+    }
+}
+
+pub const SIZE_DISTS: [&str; 4] = ["pareto", "exponential", "fixed", "uniform"];
+
+impl SizeDist {
+    fn check(&self, path: &str) -> Result<(), String> {
+        let need = |v: Option<u64>, k: &str| v.filter(|&x| x > 0).ok_or_else(|| format!("{path}.{k}: required and positive for dist '{}'", self.dist));
+        match self.dist.as_str() {
+            "pareto" => {
+                let (lo, hi) = (need(self.min_bytes, "min")?, need(self.max_bytes, "max")?);
+                if hi <= lo {
+                    return Err(format!("{path}.max: must exceed min"));
+                }
+                let shape = self.shape.ok_or_else(|| format!("{path}.shape: required for pareto (e.g. 1.2)"))?;
+                if !(shape > 0.0 && shape.is_finite()) {
+                    return Err(format!("{path}.shape: must be positive"));
+                }
+            }
+            "exponential" | "fixed" => {
+                need(self.mean_bytes, "mean")?;
+            }
+            "uniform" => {
+                let (lo, hi) = (need(self.min_bytes, "min")?, need(self.max_bytes, "max")?);
+                if hi < lo {
+                    return Err(format!("{path}.max: must not be below min"));
+                }
+            }
+            other => return Err(format!("{path}.dist: {}", unknown_choice("size distribution", other, &SIZE_DISTS))),
+        }
+        Ok(())
+    }
+
+    /// Draw a flow size in bytes (at least 1).
+    pub fn sample(&self, rng: &mut crate::sim::rng::SimRng) -> u64 {
+        let v = match self.dist.as_str() {
+            "pareto" => rng.bounded_pareto(self.min_bytes.unwrap() as f64, self.max_bytes.unwrap() as f64, self.shape.unwrap()),
+            "exponential" => rng.exponential(self.mean_bytes.unwrap() as f64),
+            "uniform" => {
+                let (lo, hi) = (self.min_bytes.unwrap(), self.max_bytes.unwrap());
+                return lo + rng.below(hi - lo + 1);
+            }
+            _ => return self.mean_bytes.unwrap(),
+        };
+        (v.round() as u64).max(1)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Error formatting shared by every strict parse.
 
 /// Deserialise `value` strictly; on error return one line
 /// "path: message" with a "did you mean" for near-miss keys.
-pub fn from_value_path<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+pub fn from_value_path<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
+        let mut path = e.path().to_string();
         let msg = polish_serde_message(&e.inner().to_string());
+        // serde's path for an unknown key ends in the key itself; name the parent.
+        if msg.starts_with("unknown key '") {
+            let key = msg["unknown key '".len()..].split('\'').next().unwrap_or("");
+            if let Some(parent) = path.strip_suffix(key).map(|p| p.trim_end_matches('.').to_string()) {
+                path = parent;
+            }
+        }
         if path.is_empty() || path == "." {
             msg
         } else {
@@ -22,22 +621,22 @@ pub fn polish_serde_message(msg: &str) -> String {
     if let Some(rest) = msg.strip_prefix("unknown field `") {
         let (bad, tail) = rest.split_once('`').unwrap_or((rest, ""));
         let allowed: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-        return unknown_choice_named("key", bad, &allowed);
+        return unknown_choice("key", bad, &allowed);
     }
     if let Some(rest) = msg.strip_prefix("unknown variant `") {
         let (bad, tail) = rest.split_once('`').unwrap_or((rest, ""));
         let allowed: Vec<&str> = tail.split('`').skip(1).step_by(2).collect();
-        return unknown_choice_named("value", bad, &allowed);
+        return unknown_choice("value", bad, &allowed);
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or(rest);
+        return format!("missing required key '{name}'");
     }
     msg.replace('`', "'")
 }
 
 /// "unknown AQM 'codle' (did you mean 'codel'? allowed: fifo, codel, ...)".
 pub fn unknown_choice(what: &str, bad: &str, allowed: &[&str]) -> String {
-    unknown_choice_named(what, bad, allowed)
-}
-
-fn unknown_choice_named(what: &str, bad: &str, allowed: &[&str]) -> String {
     let list = allowed.join(", ");
     match closest(bad, allowed) {
         Some(s) => format!("unknown {what} '{bad}' (did you mean '{s}'? allowed: {list})"),
@@ -69,4 +668,69 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Value {
+        serde_json::json!({
+            "duration": "2s",
+            "bottleneck": {"rate": "10Mbps", "aqm": "fifo"},
+            "flows": [{"cc": "reno", "rtt": "20ms"}]
+        })
+    }
+
+    fn err(v: Value) -> String {
+        parse(&v.to_string()).unwrap_err()
+    }
+
+    #[test]
+    fn minimal_scenario_fills_defaults() {
+        let s = parse(&base().to_string()).unwrap();
+        assert_eq!(s.seed, 1);
+        assert_eq!(s.flows[0].ecn.as_deref(), Some("off"));
+        let j = s.to_json();
+        assert_eq!(j["bottleneck"]["buffer"], "100ms");
+        assert_eq!(j["tcp"]["delack_timeout"], "40ms");
+        assert_eq!(j["flows"][0]["params"]["beta"], 0.5);
+    }
+
+    #[test]
+    fn typos_get_did_you_mean_with_the_path() {
+        let mut v = base();
+        v["bottleneck"]["aqm"] = "fifp".into();
+        assert!(err(v).starts_with("bottleneck.aqm: unknown AQM 'fifp' (did you mean 'fifo'? allowed: fifo, step"));
+        let mut v = base();
+        v["flows"][0]["cc"] = "rneo".into();
+        assert!(err(v).starts_with("flows[0].cc: unknown congestion control 'rneo' (did you mean 'reno'?"));
+        let mut v = base();
+        v["bottleneck"]["rtae"] = "1Mbps".into();
+        let e = err(v);
+        assert!(e.starts_with("bottleneck: unknown key 'rtae' (did you mean 'rate'?"), "{e}");
+        let mut v = base();
+        v["flows"][0]["params"] = serde_json::json!({"betta": 0.7});
+        let e = err(v);
+        assert!(e.starts_with("flows[0].params: unknown key 'betta' (did you mean 'beta'?"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let mut v = base();
+        v["bottleneck"]["rate"] = "-10Mbps".into();
+        assert!(err(v).starts_with("bottleneck.rate: '-10Mbps': a rate cannot be negative"));
+        let mut v = base();
+        v["warmup"] = "3s".into();
+        assert_eq!(err(v), "warmup: 3s must be shorter than duration 2s");
+        let mut v = base();
+        v["flows"][0]["rtt"] = serde_json::Value::Null;
+        assert!(err(v).starts_with("flows[0].rtt: required"));
+        let mut v = base();
+        v["flows"][0]["ecn"] = "l4".into();
+        assert!(err(v).contains("did you mean 'l4s'"));
+        let mut v = base();
+        v["bottleneck"]["loss"] = 1.5.into();
+        assert!(err(v).starts_with("bottleneck.loss: must be a probability"));
+    }
 }

@@ -1,3 +1,7 @@
-//! Packets, links, delay lines and routes.
+//! Packets, links, delay lines, routes and topology builders.
 
+pub mod delay_line;
+pub mod link;
 pub mod packet;
+pub mod route;
+pub mod topology;

@@ -1,0 +1,319 @@
+//! Congestion controls: one file per algorithm, all behind [`CongestionControl`].
+//!
+//! A controller sees ACK, loss, ECN and timeout events only; it never reaches
+//! into a queue. It owns the congestion window (in segments) and the slow-start
+//! threshold; the TCP sender asks it how much may be in flight and how fast to
+//! pace. Every hook receives `now_ns`, so no controller reads a clock.
+//!
+//! Adding an algorithm touches its own file, one line in [`AnyCc`] and
+//! [`REGISTRY`], and its tests.
+
+pub mod cubic;
+pub mod dctcp;
+pub mod reno;
+
+use serde::Serialize;
+
+/// What one ACK told the sender (RFC 9293 + RFC 6675 + ECN feedback).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AckEvent {
+    pub now_ns: u64,
+    /// Segments newly acknowledged cumulatively by this ACK.
+    pub acked_segs: u32,
+    /// Segments newly delivered (cumulatively acked for the first time or
+    /// newly SACKed): the "delivered" count of RFC 8985/BBR.
+    pub delivered_segs: u32,
+    /// Of the delivered segments, how many arrived CE-marked (from the
+    /// AccECN-style counter, or the ECE flag under DCTCP feedback).
+    pub ce_segs: u32,
+    /// The ACK carried ECN-Echo.
+    pub ece: bool,
+    /// An RTT sample from this ACK (RFC 7323 timestamps), if any.
+    pub rtt_ns: Option<u64>,
+    pub srtt_ns: u64,
+    pub min_rtt_ns: u64,
+    /// Sender state after processing: oldest unacked and next new segment.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// Segments in flight (RFC 6675 "pipe") after processing.
+    pub in_flight_segs: u32,
+    /// The sender is in loss recovery or an ECN window reduction (CWR).
+    pub in_recovery: bool,
+    /// The window, not the application, limited sending recently
+    /// (Linux `tcp_is_cwnd_limited`); growth only counts when it did.
+    pub cwnd_limited: bool,
+    /// Delivery-rate sample (BBR, RFC 8985-style), when one is available.
+    pub rate: Option<RateSample>,
+}
+
+impl AckEvent {
+    /// Whether this ACK may grow the window: new data acknowledged, the
+    /// window (not the application) was the limit, not in loss recovery, and
+    /// no ECN-Echo on it (RFC 3168 §6.1.2: "SHOULD NOT increase the
+    /// congestion window in response to the receipt of an ECN-Echo ACK").
+    #[inline]
+    pub fn may_grow(&self) -> bool {
+        self.acked_segs > 0 && self.cwnd_limited && !self.in_recovery && !self.ece
+    }
+}
+
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RateSample {
+    /// Segments delivered over `interval_ns`.
+    pub delivered_segs: u64,
+    pub interval_ns: u64,
+    /// CE-marked segments among them.
+    pub delivered_ce_segs: u64,
+    /// Segments declared lost over the same interval.
+    pub lost_segs: u64,
+    /// Segments in flight when the sampled packet was sent.
+    pub tx_in_flight_segs: u32,
+    /// The sample was taken while the application limited sending.
+    pub app_limited: bool,
+    /// RTT of the most recently sent packet among those delivered.
+    pub rtt_ns: u64,
+}
+
+/// Which congestion signal triggered a reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CongestionKind {
+    /// Loss detected by SACK/dupacks (fast recovery entry, RFC 6675 §5).
+    Loss,
+    /// ECN-Echo (RFC 3168 §6.1.2), at most once per window.
+    Ecn,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CongestionEvent {
+    pub now_ns: u64,
+    pub kind: CongestionKind,
+    /// Segments in flight when congestion was detected (RFC 5681 FlightSize).
+    pub in_flight_segs: u32,
+    pub srtt_ns: u64,
+}
+
+/// Which phase a controller is in (for traces and plots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Phase {
+    SlowStart,
+    CongestionAvoidance,
+    Recovery,
+    /// Model-based controllers name their own state.
+    Other(&'static str),
+}
+
+pub trait CongestionControl {
+    /// Every ACK, after the sender updated its scoreboard. Growth happens here.
+    fn on_ack(&mut self, ev: &AckEvent);
+    /// A loss or ECN congestion signal: set ssthresh and cwnd.
+    fn on_congestion(&mut self, ev: &CongestionEvent);
+    /// Retransmission timeout (RFC 5681 §3.1, eq. 4 and the loss window).
+    /// `already_reduced`: the timeout fell inside a recovery episode whose
+    /// reduction already happened; only the window collapses.
+    fn on_rto(&mut self, now_ns: u64, in_flight_segs: u32, already_reduced: bool);
+    /// Recovery or CWR ended (cumulative ACK passed the recovery point).
+    fn on_recovery_exit(&mut self, _now_ns: u64) {}
+    /// A segment was sent (new or retransmission).
+    fn on_sent(&mut self, _now_ns: u64, _in_flight_segs: u32) {}
+    /// The connection is established: first RTT measurement (from the handshake).
+    fn on_established(&mut self, _now_ns: u64, _srtt_ns: u64) {}
+    /// Congestion window, in segments.
+    fn cwnd(&self) -> u32;
+    /// Slow-start threshold, in segments (`u32::MAX` until the first reduction).
+    fn ssthresh(&self) -> u32;
+    /// Pacing rate, when the controller paces (BBR, Prague).
+    fn pacing_rate_bps(&self) -> Option<u64> {
+        None
+    }
+    fn phase(&self) -> Phase {
+        if self.cwnd() < self.ssthresh() {
+            Phase::SlowStart
+        } else {
+            Phase::CongestionAvoidance
+        }
+    }
+    /// Internal state worth plotting (e.g. DCTCP alpha), paired with names.
+    fn probe_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+    fn probe(&self, _out: &mut [f64]) {}
+}
+
+/// Loss window after an RTO (RFC 5681 §3.1: LW = 1 segment).
+pub const LOSS_WINDOW_SEGS: u32 = 1;
+
+/// Initial window (RFC 6928: min(10·MSS, max(2·MSS, 14600 bytes)) = 10 segments).
+pub const INITIAL_WINDOW_SEGS: u32 = 10;
+
+/// Reno-style slow start with appropriate byte counting in segments
+/// (RFC 3465 §2.2 with L unbounded, as Linux `tcp_slow_start` does): grow by
+/// the segments acked, up to ssthresh. Returns the acked segments left over
+/// for congestion avoidance.
+#[inline]
+pub fn slow_start(cwnd: &mut u32, ssthresh: u32, acked: u32) -> u32 {
+    let new = cwnd.saturating_add(acked).min(ssthresh.max(*cwnd));
+    let used = new - *cwnd;
+    *cwnd = new;
+    acked - used.min(acked)
+}
+
+/// Reno additive increase counting acked segments (RFC 5681 §3.1 with
+/// RFC 3465 byte counting; Linux `tcp_cong_avoid_ai`): one segment per
+/// `w` segments acked. `cwnd_cnt` carries the remainder.
+#[inline]
+pub fn additive_increase(cwnd: &mut u32, cwnd_cnt: &mut u32, w: u32, acked: u32) {
+    let w = w.max(1);
+    if *cwnd_cnt >= w {
+        *cwnd_cnt = 0;
+        *cwnd += 1;
+    }
+    *cwnd_cnt += acked;
+    if *cwnd_cnt >= w {
+        let delta = *cwnd_cnt / w;
+        *cwnd_cnt -= delta * w;
+        *cwnd += delta;
+    }
+}
+
+/// Static dispatch over controllers.
+#[derive(Debug, Clone)]
+pub enum AnyCc {
+    Reno(reno::Reno),
+    Cubic(cubic::Cubic),
+    Dctcp(dctcp::Dctcp),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $c:ident => $e:expr) => {
+        match $self {
+            AnyCc::Reno($c) => $e,
+            AnyCc::Cubic($c) => $e,
+            AnyCc::Dctcp($c) => $e,
+        }
+    };
+}
+
+impl CongestionControl for AnyCc {
+    #[inline]
+    fn on_ack(&mut self, ev: &AckEvent) {
+        dispatch!(self, c => c.on_ack(ev))
+    }
+    fn on_congestion(&mut self, ev: &CongestionEvent) {
+        dispatch!(self, c => c.on_congestion(ev))
+    }
+    fn on_rto(&mut self, now_ns: u64, in_flight: u32, already_reduced: bool) {
+        dispatch!(self, c => c.on_rto(now_ns, in_flight, already_reduced))
+    }
+    fn on_recovery_exit(&mut self, now_ns: u64) {
+        dispatch!(self, c => c.on_recovery_exit(now_ns))
+    }
+    #[inline]
+    fn on_sent(&mut self, now_ns: u64, in_flight: u32) {
+        dispatch!(self, c => c.on_sent(now_ns, in_flight))
+    }
+    fn on_established(&mut self, now_ns: u64, srtt_ns: u64) {
+        dispatch!(self, c => c.on_established(now_ns, srtt_ns))
+    }
+    #[inline]
+    fn cwnd(&self) -> u32 {
+        dispatch!(self, c => c.cwnd())
+    }
+    #[inline]
+    fn ssthresh(&self) -> u32 {
+        dispatch!(self, c => c.ssthresh())
+    }
+    #[inline]
+    fn pacing_rate_bps(&self) -> Option<u64> {
+        dispatch!(self, c => c.pacing_rate_bps())
+    }
+    fn phase(&self) -> Phase {
+        dispatch!(self, c => c.phase())
+    }
+    fn probe_names(&self) -> &'static [&'static str] {
+        dispatch!(self, c => c.probe_names())
+    }
+    fn probe(&self, out: &mut [f64]) {
+        dispatch!(self, c => c.probe(out))
+    }
+}
+
+/// What the transport needs to know about a controller before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcnStyle {
+    /// RFC 3168: one reduction per window on ECE; latched feedback suffices.
+    Classic,
+    /// Needs per-packet CE feedback (DCTCP, Prague): accurate ECN.
+    Scalable,
+}
+
+pub struct CcEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The ECN setting a flow of this controller gets when the scenario is silent.
+    pub default_ecn: &'static str,
+    pub ecn_style: EcnStyle,
+    pub build: fn(&serde_json::Value) -> Result<(AnyCc, serde_json::Value), String>,
+}
+
+macro_rules! entry {
+    ($name:expr, $summary:expr, $ecn:expr, $style:expr, $cfg:ty, $variant:ident, $ty:ty) => {
+        CcEntry {
+            name: $name,
+            summary: $summary,
+            default_ecn: $ecn,
+            ecn_style: $style,
+            build: |params| {
+                let cfg: $cfg = crate::aqm::parse_params(params)?;
+                let c = <$ty>::new(cfg.clone())?;
+                Ok((AnyCc::$variant(c), crate::aqm::to_value(&cfg)))
+            },
+        }
+    };
+}
+
+pub const REGISTRY: &[CcEntry] = &[
+    entry!("reno", "NewReno (RFC 5681/6582) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, reno::RenoConfig, Reno, reno::Reno),
+    entry!("cubic", "CUBIC (RFC 9438) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, cubic::CubicConfig, Cubic, cubic::Cubic),
+    entry!("dctcp", "DCTCP (RFC 8257)", "l4s", EcnStyle::Scalable, dctcp::DctcpConfig, Dctcp, dctcp::Dctcp),
+];
+
+pub fn cc_names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|e| e.name).collect()
+}
+
+pub fn lookup(name: &str) -> Option<&'static CcEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_counts_acked_segments_up_to_ssthresh() {
+        let mut cwnd = 10;
+        assert_eq!(slow_start(&mut cwnd, 100, 2), 0);
+        assert_eq!(cwnd, 12);
+        // Crossing ssthresh: the excess goes back to congestion avoidance.
+        let mut cwnd = 99;
+        assert_eq!(slow_start(&mut cwnd, 100, 3), 2);
+        assert_eq!(cwnd, 100);
+    }
+
+    #[test]
+    fn additive_increase_is_one_segment_per_window_whatever_the_ack_size() {
+        // Delayed ACKs (2 segments each) must not halve the growth rate (RFC 3465).
+        for per_ack in [1u32, 2, 3] {
+            let (mut cwnd, mut cnt) = (20u32, 0u32);
+            let mut acked = 0;
+            while acked < 20 * 5 {
+                let w = cwnd;
+                additive_increase(&mut cwnd, &mut cnt, w, per_ack);
+                acked += per_ack;
+            }
+            // About 5 windows acked -> about +4..5 segments.
+            assert!((24..=25).contains(&cwnd), "per_ack {per_ack}: cwnd {cwnd}");
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Time series sampled every `metrics.interval`: per flow and per queue.
+
+use super::{Column, Table};
+
+#[derive(Debug, Clone, Default)]
+pub struct FlowSeries {
+    pub t_ns: Vec<u64>,
+    pub flow: Vec<u64>,
+    /// Cumulative in-order payload bytes at the receiver.
+    pub delivered_bytes: Vec<u64>,
+    pub cwnd_segs: Vec<u64>,
+    pub ssthresh_segs: Vec<u64>,
+    pub srtt_ns: Vec<u64>,
+    pub in_flight_segs: Vec<u64>,
+    pub retransmits: Vec<u64>,
+}
+
+impl FlowSeries {
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(&mut self, t: u64, flow: u32, delivered: u64, cwnd: u32, ssthresh: u32, srtt: u64, in_flight: u32, retx: u64) {
+        self.t_ns.push(t);
+        self.flow.push(flow as u64);
+        self.delivered_bytes.push(delivered);
+        self.cwnd_segs.push(cwnd as u64);
+        self.ssthresh_segs.push(ssthresh.min(u32::MAX - 1) as u64);
+        self.srtt_ns.push(srtt);
+        self.in_flight_segs.push(in_flight as u64);
+        self.retransmits.push(retx);
+    }
+
+    pub fn into_table(self) -> Table {
+        Table::new("flow_ts")
+            .col("t_ns", Column::U64(self.t_ns))
+            .col("flow", Column::U64(self.flow))
+            .col("delivered_bytes", Column::U64(self.delivered_bytes))
+            .col("cwnd_segs", Column::U64(self.cwnd_segs))
+            .col("ssthresh_segs", Column::U64(self.ssthresh_segs))
+            .col("srtt_ns", Column::U64(self.srtt_ns))
+            .col("in_flight_segs", Column::U64(self.in_flight_segs))
+            .col("retransmits", Column::U64(self.retransmits))
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct QueueSeries {
+    pub t_ns: Vec<u64>,
+    pub queue: Vec<String>,
+    pub subqueue: Vec<String>,
+    pub backlog_pkts: Vec<u64>,
+    pub arrived_pkts: Vec<u64>,
+    pub departed_pkts: Vec<u64>,
+    pub dropped_pkts: Vec<u64>,
+    pub marked_pkts: Vec<u64>,
+}
+
+impl QueueSeries {
+    pub fn into_table(self) -> Table {
+        Table::new("queue_ts")
+            .col("t_ns", Column::U64(self.t_ns))
+            .col("queue", Column::Str(self.queue))
+            .col("subqueue", Column::Str(self.subqueue))
+            .col("backlog_pkts", Column::U64(self.backlog_pkts))
+            .col("arrived_pkts", Column::U64(self.arrived_pkts))
+            .col("departed_pkts", Column::U64(self.departed_pkts))
+            .col("dropped_pkts", Column::U64(self.dropped_pkts))
+            .col("marked_pkts", Column::U64(self.marked_pkts))
+    }
+}
+
+/// Named internal values (AQM probabilities, DCTCP alpha) over time, long form.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeSeries {
+    pub t_ns: Vec<u64>,
+    pub owner: Vec<String>,
+    pub probe: Vec<String>,
+    pub value: Vec<f64>,
+}
+
+impl ProbeSeries {
+    pub fn push(&mut self, t: u64, owner: &str, probe: &str, value: f64) {
+        self.t_ns.push(t);
+        self.owner.push(owner.to_string());
+        self.probe.push(probe.to_string());
+        self.value.push(value);
+    }
+    pub fn into_table(self, name: &str) -> Table {
+        Table::new(name)
+            .col("t_ns", Column::U64(self.t_ns))
+            .col("owner", Column::Str(self.owner))
+            .col("probe", Column::Str(self.probe))
+            .col("value", Column::F64(self.value))
+    }
+}

@@ -1,0 +1,421 @@
+//! From a finished world to tables and the summary document.
+//!
+//! Statistics cover the measurement window [warm-up, duration]. The summary
+//! keys are a documented contract (docs/results.md); Python adds `version`,
+//! the normalised `scenario` and the wall time.
+
+use super::histogram::Histogram;
+use super::{Column, Results, Table};
+use crate::aqm::{Qdisc, SubqueueCounters, DROP_REASONS, MARK_REASONS};
+use crate::cc::CongestionControl;
+use crate::net::link::Link;
+use crate::sim::ns_to_secs;
+use crate::transport::EcnSetting;
+use crate::world::{Sink, Source, World};
+use serde_json::{json, Map, Value};
+
+/// Jain's fairness index of `xs` (1 = perfectly fair).
+pub fn jain(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return None;
+    }
+    Some(s * s / (xs.len() as f64 * s2))
+}
+
+fn diff(now: &SubqueueCounters, then: &SubqueueCounters) -> SubqueueCounters {
+    let mut d = SubqueueCounters {
+        arrived_pkts: now.arrived_pkts - then.arrived_pkts,
+        arrived_bytes: now.arrived_bytes - then.arrived_bytes,
+        departed_pkts: now.departed_pkts - then.departed_pkts,
+        departed_bytes: now.departed_bytes - then.departed_bytes,
+        dropped_bytes: now.dropped_bytes - then.dropped_bytes,
+        ..Default::default()
+    };
+    for k in 0..4 {
+        d.dropped_pkts[k] = now.dropped_pkts[k] - then.dropped_pkts[k];
+        d.marked_pkts[k] = now.marked_pkts[k] - then.marked_pkts[k];
+    }
+    d
+}
+
+fn add(a: &mut SubqueueCounters, b: &SubqueueCounters) {
+    a.arrived_pkts += b.arrived_pkts;
+    a.arrived_bytes += b.arrived_bytes;
+    a.departed_pkts += b.departed_pkts;
+    a.departed_bytes += b.departed_bytes;
+    a.dropped_bytes += b.dropped_bytes;
+    for k in 0..4 {
+        a.dropped_pkts[k] += b.dropped_pkts[k];
+        a.marked_pkts[k] += b.marked_pkts[k];
+    }
+}
+
+fn queue_stats(c: &SubqueueCounters, h: Option<&Histogram>) -> Value {
+    let ms = |ns: f64| ns / 1e6;
+    let sojourn = match h {
+        Some(h) if h.count() > 0 => json!({
+            "mean": ms(h.mean()), "p50": ms(h.quantile(0.5)), "p90": ms(h.quantile(0.9)),
+            "p99": ms(h.quantile(0.99)), "max": ms(h.max() as f64), "samples": h.count(),
+        }),
+        _ => Value::Null,
+    };
+    let mut drops_by = Map::new();
+    let mut marks_by = Map::new();
+    for (k, n) in DROP_REASONS.iter().enumerate() {
+        drops_by.insert(n.to_string(), json!(c.dropped_pkts[k]));
+    }
+    for (k, n) in MARK_REASONS.iter().enumerate() {
+        marks_by.insert(n.to_string(), json!(c.marked_pkts[k]));
+    }
+    let rate = |x: u64, of: u64| if of == 0 { 0.0 } else { x as f64 / of as f64 };
+    json!({
+        "sojourn_ms": sojourn,
+        "arrivals": c.arrived_pkts,
+        "departures": c.departed_pkts,
+        "drops": c.drops(),
+        "marks": c.marks(),
+        "drop_rate": rate(c.drops(), c.arrived_pkts),
+        "mark_rate": rate(c.marks(), c.departed_pkts),
+        "drops_by_reason": drops_by,
+        "marks_by_reason": marks_by,
+    })
+}
+
+/// Queue rows and summary entries for one link.
+fn summarize_queue(l: &Link, window_ns: u64, rows: &mut QueueRows) -> Option<Value> {
+    let q = l.queue.as_ref()?;
+    if !l.report {
+        return None;
+    }
+    let names = q.qdisc.subqueue_names();
+    let mut total = SubqueueCounters::default();
+    let mut merged = Histogram::new();
+    let mut subs = Map::new();
+    for (k, sub) in names.iter().enumerate() {
+        let c = diff(&q.counters[k], &q.counters_at_warmup[k]);
+        add(&mut total, &c);
+        let h = q.hist.get(k);
+        if let Some(h) = h {
+            merged.merge(h);
+        }
+        rows.push(&l.name, sub, &q.aqm_name, &c, h);
+        if names.len() > 1 {
+            subs.insert(sub.to_string(), queue_stats(&c, h));
+        }
+    }
+    if names.len() > 1 {
+        rows.push(&l.name, "all", &q.aqm_name, &total, q.hist.first().map(|_| &merged));
+    }
+    let busy = q.busy_ns - q.busy_ns_at_warmup;
+    let mut v = queue_stats(&total, q.hist.first().map(|_| &merged));
+    let o = v.as_object_mut().unwrap();
+    o.insert("name".into(), json!(l.name));
+    o.insert("aqm".into(), json!(q.aqm_name));
+    o.insert("rate_bps".into(), json!(l.rate_bps));
+    o.insert("utilization".into(), json!((busy as f64 / window_ns as f64).min(1.0)));
+    o.insert("subqueues".into(), Value::Object(subs));
+    Some(v)
+}
+
+#[derive(Default)]
+struct QueueRows {
+    queue: Vec<String>,
+    subqueue: Vec<String>,
+    aqm: Vec<String>,
+    arrivals: Vec<u64>,
+    departures: Vec<u64>,
+    drops: Vec<u64>,
+    marks: Vec<u64>,
+    mean_ns: Vec<f64>,
+    p50_ns: Vec<f64>,
+    p90_ns: Vec<f64>,
+    p99_ns: Vec<f64>,
+    cdf: (Vec<String>, Vec<String>, Vec<u64>, Vec<u64>, Vec<u64>),
+}
+
+impl QueueRows {
+    fn push(&mut self, name: &str, sub: &str, aqm: &str, c: &SubqueueCounters, h: Option<&Histogram>) {
+        self.queue.push(name.into());
+        self.subqueue.push(sub.into());
+        self.aqm.push(aqm.into());
+        self.arrivals.push(c.arrived_pkts);
+        self.departures.push(c.departed_pkts);
+        self.drops.push(c.drops());
+        self.marks.push(c.marks());
+        let q = |p: f64| h.map_or(f64::NAN, |h| if h.count() == 0 { f64::NAN } else { h.quantile(p) });
+        self.mean_ns.push(h.map_or(f64::NAN, |h| if h.count() == 0 { f64::NAN } else { h.mean() }));
+        self.p50_ns.push(q(0.5));
+        self.p90_ns.push(q(0.9));
+        self.p99_ns.push(q(0.99));
+        if let Some(h) = h {
+            if sub != "all" || self.queue.iter().filter(|x| *x == name).count() == 1 {
+                for (lo, hi, n) in h.buckets() {
+                    self.cdf.0.push(name.into());
+                    self.cdf.1.push(sub.into());
+                    self.cdf.2.push(lo);
+                    self.cdf.3.push(hi);
+                    self.cdf.4.push(n);
+                }
+            }
+        }
+    }
+}
+
+pub fn build(mut w: World) -> Results {
+    let warm = w.warmup_ns();
+    let end = w.end_ns();
+    let window = (end - warm).max(1);
+    let (flow_ts, queue_ts, probes) = w.take_series();
+
+    // Flows.
+    let n = w.flows.len();
+    let mut t = FlowRows::with_capacity(n);
+    let mut flows_json = vec![];
+    let mut long_goodputs = vec![];
+    let (mut l4s, mut classic) = (vec![], vec![]);
+    for (i, f) in w.flows.iter().enumerate() {
+        let fc = w.flow_counters()[i];
+        let info = &f.info;
+        let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
+        let active = to.saturating_sub(from);
+        let measured = f.delivered_bytes() - f.delivered_at_warmup;
+        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated, mut sent) = (0, 0, 0, 0, None, "n/a", 0);
+        if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
+            retx = s.stats.retransmits;
+            rtos = s.stats.rtos;
+            ecn_red = s.stats.ecn_reductions;
+            srtt = s.srtt_ns();
+            sent = s.stats.segs_sent;
+            fct = r.completed_ns().map(|c| c - info.start_ns);
+            negotiated = match s.feedback() {
+                crate::transport::Feedback::None => "off",
+                crate::transport::Feedback::Classic => "classic",
+                crate::transport::Feedback::Accurate => "accurate",
+            };
+            let _ = s.cc.cwnd();
+        }
+        if let Source::Cbr(c) = &f.source {
+            sent = c.pkts_sent;
+        }
+        let goodput = match (info.size_bytes, fct) {
+            (Some(size), Some(fct)) => size as f64 * 8.0 / ns_to_secs(fct.max(1)),
+            (Some(_), None) => f64::NAN,
+            (None, _) => {
+                if active == 0 {
+                    f64::NAN
+                } else {
+                    measured as f64 * 8.0 / ns_to_secs(active)
+                }
+            }
+        };
+        let is_tcp = matches!(f.source, Source::Tcp(_));
+        if info.size_bytes.is_none() && is_tcp && active > 0 {
+            long_goodputs.push(goodput);
+            if info.ecn == EcnSetting::L4s {
+                l4s.push(goodput);
+            } else {
+                classic.push(goodput);
+            }
+        }
+        let ecn_name = format!("{:?}", info.ecn).to_lowercase();
+        if !info.from_workload {
+            flows_json.push(json!({
+                "id": i, "group": info.group, "label": info.label, "cc": info.cc, "ecn": ecn_name,
+                "ecn_negotiated": negotiated, "rtt_ms": info.base_rtt_ns as f64 / 1e6,
+                "goodput_bps": if goodput.is_nan() { Value::Null } else { json!(goodput) },
+                "bytes": f.delivered_bytes(), "retransmits": retx, "rtos": rtos, "ecn_reductions": ecn_red,
+                "drops": fc.drops, "marks": fc.marks, "srtt_ms": srtt as f64 / 1e6,
+                "fct_s": fct.map(ns_to_secs),
+            }));
+        }
+        t.push(i, info, &ecn_name, negotiated, f.delivered_bytes(), measured, goodput, retx, rtos, ecn_red, sent, fc.drops, fc.marks, srtt, fct);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut fairness = json!({ "jain": jain(&long_goodputs) });
+    if !l4s.is_empty() && !classic.is_empty() && mean(&classic) > 0.0 {
+        fairness["l4s_classic_ratio"] = json!(mean(&l4s) / mean(&classic));
+    }
+
+    // Queues.
+    let mut rows = QueueRows::default();
+    let queues_json: Vec<Value> = w.links.iter().filter_map(|l| summarize_queue(l, window, &mut rows)).collect();
+    let mut samples = (vec![], vec![], vec![], vec![], vec![]);
+    for l in w.links.iter().filter(|l| l.report) {
+        if let Some(q) = &l.queue {
+            let names = q.qdisc.subqueue_names();
+            for &(ts, sub, flow, soj) in &q.samples {
+                samples.0.push(ts);
+                samples.1.push(l.name.clone());
+                samples.2.push(names[sub as usize].to_string());
+                samples.3.push(flow as u64);
+                samples.4.push(soj);
+            }
+        }
+    }
+
+    // Workload (finite) flows: FCT summary per group.
+    let fct_rows: Vec<(f64, f64)> = w
+        .flows
+        .iter()
+        .filter(|f| f.info.from_workload)
+        .filter_map(|f| match (&f.sink, f.info.size_bytes) {
+            (Sink::Tcp(r), Some(sz)) => r.completed_ns().map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
+            _ => None,
+        })
+        .collect();
+    let started_workload = w.flows.iter().filter(|f| f.info.from_workload).count();
+
+    let summary = json!({
+        "duration_s": ns_to_secs(end),
+        "warmup_s": ns_to_secs(warm),
+        "seed": w.seed(),
+        "perf": {
+            "events": w.events_executed(),
+            "bottleneck_packets": w.bottleneck_packets(),
+            "sim_s": ns_to_secs(end),
+            "wall_s": w.wall_s(),
+        },
+        "flows": flows_json,
+        "workload_flows": { "started": started_workload, "completed": fct_rows.len(),
+            "mean_fct_s": if fct_rows.is_empty() { Value::Null } else { json!(fct_rows.iter().map(|r| r.1).sum::<f64>() / fct_rows.len() as f64) } },
+        "queues": queues_json,
+        "fairness": fairness,
+    });
+
+    let mut tables = vec![t.into_table()];
+    tables.push(
+        Table::new("queues")
+            .col("queue", Column::Str(rows.queue))
+            .col("subqueue", Column::Str(rows.subqueue))
+            .col("aqm", Column::Str(rows.aqm))
+            .col("arrivals", Column::U64(rows.arrivals))
+            .col("departures", Column::U64(rows.departures))
+            .col("drops", Column::U64(rows.drops))
+            .col("marks", Column::U64(rows.marks))
+            .col("sojourn_mean_ns", Column::F64(rows.mean_ns))
+            .col("sojourn_p50_ns", Column::F64(rows.p50_ns))
+            .col("sojourn_p90_ns", Column::F64(rows.p90_ns))
+            .col("sojourn_p99_ns", Column::F64(rows.p99_ns)),
+    );
+    tables.push(
+        Table::new("sojourn_hist")
+            .col("queue", Column::Str(rows.cdf.0))
+            .col("subqueue", Column::Str(rows.cdf.1))
+            .col("lo_ns", Column::U64(rows.cdf.2))
+            .col("hi_ns", Column::U64(rows.cdf.3))
+            .col("count", Column::U64(rows.cdf.4)),
+    );
+    tables.push(flow_ts.into_table());
+    tables.push(queue_ts.into_table());
+    tables.push(probes.into_table("probes"));
+    tables.push(
+        Table::new("sojourn_samples")
+            .col("t_ns", Column::U64(samples.0))
+            .col("queue", Column::Str(samples.1))
+            .col("subqueue", Column::Str(samples.2))
+            .col("flow", Column::U64(samples.3))
+            .col("sojourn_ns", Column::U64(samples.4)),
+    );
+    Results { tables, summary }
+}
+
+#[derive(Default)]
+struct FlowRows {
+    id: Vec<u64>,
+    group: Vec<u64>,
+    label: Vec<String>,
+    cc: Vec<String>,
+    ecn: Vec<String>,
+    ecn_negotiated: Vec<String>,
+    base_rtt_ns: Vec<u64>,
+    start_ns: Vec<u64>,
+    size_bytes: Vec<i64>,
+    bytes: Vec<u64>,
+    bytes_measured: Vec<u64>,
+    goodput_bps: Vec<f64>,
+    retransmits: Vec<u64>,
+    rtos: Vec<u64>,
+    ecn_reductions: Vec<u64>,
+    segs_sent: Vec<u64>,
+    drops: Vec<u64>,
+    marks: Vec<u64>,
+    srtt_ns: Vec<u64>,
+    fct_ns: Vec<i64>,
+    workload: Vec<u64>,
+}
+
+impl FlowRows {
+    fn with_capacity(_n: usize) -> Self {
+        Self::default()
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        i: usize,
+        info: &crate::world::FlowInfo,
+        ecn: &str,
+        negotiated: &str,
+        bytes: u64,
+        measured: u64,
+        goodput: f64,
+        retx: u64,
+        rtos: u64,
+        ecn_red: u64,
+        sent: u64,
+        drops: u64,
+        marks: u64,
+        srtt: u64,
+        fct: Option<u64>,
+    ) {
+        self.id.push(i as u64);
+        self.group.push(info.group as u64);
+        self.label.push(info.label.clone());
+        self.cc.push(info.cc.clone());
+        self.ecn.push(ecn.into());
+        self.ecn_negotiated.push(negotiated.into());
+        self.base_rtt_ns.push(info.base_rtt_ns);
+        self.start_ns.push(info.start_ns);
+        self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));
+        self.bytes.push(bytes);
+        self.bytes_measured.push(measured);
+        self.goodput_bps.push(goodput);
+        self.retransmits.push(retx);
+        self.rtos.push(rtos);
+        self.ecn_reductions.push(ecn_red);
+        self.segs_sent.push(sent);
+        self.drops.push(drops);
+        self.marks.push(marks);
+        self.srtt_ns.push(srtt);
+        self.fct_ns.push(fct.map_or(-1, |f| f as i64));
+        self.workload.push(info.from_workload as u64);
+    }
+    fn into_table(self) -> Table {
+        Table::new("flows")
+            .col("id", Column::U64(self.id))
+            .col("group", Column::U64(self.group))
+            .col("label", Column::Str(self.label))
+            .col("cc", Column::Str(self.cc))
+            .col("ecn", Column::Str(self.ecn))
+            .col("ecn_negotiated", Column::Str(self.ecn_negotiated))
+            .col("base_rtt_ns", Column::U64(self.base_rtt_ns))
+            .col("start_ns", Column::U64(self.start_ns))
+            .col("size_bytes", Column::I64(self.size_bytes))
+            .col("bytes", Column::U64(self.bytes))
+            .col("bytes_measured", Column::U64(self.bytes_measured))
+            .col("goodput_bps", Column::F64(self.goodput_bps))
+            .col("retransmits", Column::U64(self.retransmits))
+            .col("rtos", Column::U64(self.rtos))
+            .col("ecn_reductions", Column::U64(self.ecn_reductions))
+            .col("segs_sent", Column::U64(self.segs_sent))
+            .col("drops", Column::U64(self.drops))
+            .col("marks", Column::U64(self.marks))
+            .col("srtt_ns", Column::U64(self.srtt_ns))
+            .col("fct_ns", Column::I64(self.fct_ns))
+            .col("from_workload", Column::U64(self.workload))
+    }
+}

@@ -1,0 +1,88 @@
+//! Routes compiled into stages.
+//!
+//! A path is a list of hops (links, or anonymous per-flow delays). It is
+//! compiled once, when the flow is created, into the stages a packet visits:
+//! a *queue* stage for each link with a rate, and one *line* stage for each
+//! run of pure delay between queues (the propagation delay of the link just
+//! left plus every following rate-less link). Each route owns its delay
+//! lines, so every line is FIFO and needs at most one pending event.
+
+use super::delay_line::DelayLine;
+use super::link::Link;
+
+/// One element of a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// A link of the topology (with or without a rate).
+    Link(u32),
+    /// A pure delay private to this path (a dumbbell access link).
+    Delay(u64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Queue(u32),
+    Line(u32),
+}
+
+/// All routes, flattened (one allocation, cache-friendly lookups).
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    stages: Vec<Stage>,
+    start: Vec<u32>,
+    len: Vec<u8>,
+}
+
+impl Routes {
+    /// Compile `hops` and register the route; new delay lines go to `lines`.
+    pub fn add(&mut self, hops: &[Hop], links: &[Link], lines: &mut Vec<DelayLine>) -> u32 {
+        let start = self.stages.len() as u32;
+        let mut acc_ns = 0u64;
+        let mut lossy: Vec<u32> = vec![];
+        let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
+            if *acc > 0 || !lossy.is_empty() {
+                lines.push(DelayLine::new(*acc, std::mem::take(lossy)));
+                stages.push(Stage::Line(lines.len() as u32 - 1));
+            }
+            *acc = 0;
+        };
+        for &h in hops {
+            match h {
+                Hop::Delay(d) => acc_ns += d,
+                Hop::Link(l) => {
+                    let link = &links[l as usize];
+                    if link.queue.is_some() {
+                        flush(&mut acc_ns, &mut lossy, &mut self.stages);
+                        self.stages.push(Stage::Queue(l));
+                    } else if link.loss > 0.0 || link.mark > 0.0 {
+                        lossy.push(l);
+                    }
+                    acc_ns += link.delay_ns;
+                }
+            }
+        }
+        flush(&mut acc_ns, &mut lossy, &mut self.stages);
+        let n = self.stages.len() as u32 - start;
+        assert!(n < 256, "a route may have at most 255 stages");
+        self.start.push(start);
+        self.len.push(n as u8);
+        self.start.len() as u32 - 1
+    }
+
+    /// The stage at `hop` along `route`, or None at the end of the route.
+    #[inline]
+    pub fn stage(&self, route: u32, hop: u8) -> Option<Stage> {
+        let r = route as usize;
+        if hop < self.len[r] {
+            Some(self.stages[(self.start[r] + hop as u32) as usize])
+        } else {
+            None
+        }
+    }
+
+    pub fn stages_of(&self, route: u32) -> &[Stage] {
+        let r = route as usize;
+        let s = self.start[r] as usize;
+        &self.stages[s..s + self.len[r] as usize]
+    }
+}

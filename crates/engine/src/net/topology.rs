@@ -1,0 +1,228 @@
+//! Topology builders: the dumbbell, and an explicit graph with static
+//! shortest-path routes. Both produce links and, per flow, the forward and
+//! reverse paths that [`super::route::Routes`] compiles.
+
+use super::link::Link;
+use super::route::Hop;
+use crate::aqm::{self, QdiscEnv, QueueLimit};
+use crate::scenario::{LinkSpec, RateChange, Scenario};
+use crate::sim::rng::{Domain, SimRng};
+use crate::sim::units::BufferSpec;
+use serde_json::Value;
+
+/// Everything needed to build one queue.
+pub struct QueueBuild<'a> {
+    pub aqm: &'a str,
+    pub params: &'a Value,
+    pub buffer: BufferSpec,
+}
+
+/// Knobs that apply to every queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueOptions {
+    pub seed: u64,
+    pub mtu: u32,
+    pub histograms: bool,
+    pub sample_every: u32,
+}
+
+/// A link of `rate_bps` with a queue, its random streams derived from its index.
+pub fn queue_link(
+    index: usize,
+    name: String,
+    rate_bps: u64,
+    delay_ns: u64,
+    loss: f64,
+    mark: f64,
+    q: QueueBuild,
+    opt: QueueOptions,
+) -> Result<Link, String> {
+    let env = QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, rate_bps) };
+    let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
+    let link = Link::new(name, rate_bps, delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, index as u64));
+    Ok(link.with_queue(
+        qdisc,
+        q.aqm.to_string(),
+        SimRng::derive(opt.seed, Domain::Queue, index as u64),
+        opt.histograms,
+        opt.sample_every,
+    ))
+}
+
+/// How flows attach: per-flow RTT (dumbbell) or end nodes (graph).
+#[derive(Debug, Clone)]
+pub enum Attach {
+    Rtt(u64),
+    Nodes { src: String, dst: String },
+}
+
+#[derive(Debug, Clone)]
+enum Shape {
+    Dumbbell { bottleneck: u32, reverse: Option<u32>, delay_ns: u64, access_rate_bps: Option<u64> },
+    Graph { nodes: Vec<String>, adj: Vec<Vec<(u32, usize)>> },
+}
+
+#[derive(Debug, Clone)]
+pub struct Topology {
+    shape: Shape,
+    opt: QueueOptions,
+    /// (time, link, new rate), in time order.
+    pub rate_changes: Vec<(u64, u32, u64)>,
+}
+
+pub struct FlowPaths {
+    pub fwd: Vec<Hop>,
+    pub rev: Vec<Hop>,
+    /// Sum of propagation delays there and back (no queueing, no serialisation).
+    pub base_rtt_ns: u64,
+}
+
+fn schedule(changes: &mut Vec<(u64, u32, u64)>, link: u32, sched: &[RateChange]) {
+    changes.extend(sched.iter().map(|c| (c.at_ns, link, c.rate_bps)));
+}
+
+impl Topology {
+    pub fn build(s: &Scenario, opt: QueueOptions) -> Result<(Topology, Vec<Link>), String> {
+        let mut links = vec![];
+        let mut rate_changes = vec![];
+        let shape = if let Some(b) = &s.bottleneck {
+            let q = QueueBuild { aqm: &b.aqm, params: &b.params, buffer: b.buffer };
+            let mut l = queue_link(0, "bottleneck".into(), b.rate_bps, b.delay_ns, b.loss, b.mark, q, opt)?;
+            l.report = true;
+            l.bottleneck = true;
+            links.push(l);
+            schedule(&mut rate_changes, 0, &b.rate_schedule);
+            let reverse = match &b.reverse {
+                Some(r) => {
+                    let q = QueueBuild { aqm: &r.queue.aqm, params: &r.queue.params, buffer: r.queue.buffer };
+                    let mut l = queue_link(1, "bottleneck_rev".into(), r.rate_bps, b.delay_ns, 0.0, 0.0, q, opt)?;
+                    l.report = true;
+                    links.push(l);
+                    Some(1)
+                }
+                None => None,
+            };
+            Shape::Dumbbell { bottleneck: 0, reverse, delay_ns: b.delay_ns, access_rate_bps: b.access_rate_bps }
+        } else {
+            let t = s.topology.as_ref().expect("validated: bottleneck or topology");
+            let nodes: Vec<String> = t.node_names().into_iter().map(String::from).collect();
+            let mut adj = vec![vec![]; nodes.len()];
+            let idx = |n: &str| nodes.iter().position(|x| x == n).unwrap();
+            for spec in &t.links {
+                let (a, b) = (idx(&spec.from), idx(&spec.to));
+                let fwd = Self::graph_link(&mut links, spec, false, opt)?;
+                schedule(&mut rate_changes, fwd, &spec.rate_schedule);
+                adj[a].push((fwd, b));
+                if spec.duplex {
+                    let rev = Self::graph_link(&mut links, spec, true, opt)?;
+                    adj[b].push((rev, a));
+                }
+            }
+            Shape::Graph { nodes, adj }
+        };
+        rate_changes.sort_by_key(|c| c.0);
+        Ok((Topology { shape, opt, rate_changes }, links))
+    }
+
+    fn graph_link(links: &mut Vec<Link>, spec: &LinkSpec, reverse: bool, opt: QueueOptions) -> Result<u32, String> {
+        let base = spec.name.clone().unwrap_or_else(|| format!("{}->{}", spec.from, spec.to));
+        let name = if reverse { format!("{base}:rev") } else { base };
+        let i = links.len();
+        let link = match spec.rate_bps {
+            Some(rate) => {
+                let fifo = Value::Null;
+                let q = if reverse {
+                    QueueBuild { aqm: "fifo", params: &fifo, buffer: spec.buffer }
+                } else {
+                    QueueBuild { aqm: &spec.aqm, params: &spec.params, buffer: spec.buffer }
+                };
+                let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
+                let mut l = queue_link(i, name, rate, spec.delay_ns, loss, mark, q, opt)?;
+                l.report = true;
+                l.bottleneck = !reverse;
+                l
+            }
+            None => {
+                let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
+                Link::new(name, 0, spec.delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, i as u64))
+            }
+        };
+        links.push(link);
+        Ok(i as u32)
+    }
+
+    /// Paths for a new flow; may add per-flow access links (dumbbell with an access rate).
+    pub fn paths(&self, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
+        match (&self.shape, attach) {
+            (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
+                // rtt = 2·(sender access + bottleneck + receiver access).
+                let one_way_access = rtt / 2 - delay_ns;
+                let a_send = one_way_access / 2;
+                let a_recv = one_way_access - a_send;
+                let first = match access_rate_bps {
+                    Some(rate) => {
+                        let i = links.len();
+                        let fifo = Value::Null;
+                        let q = QueueBuild { aqm: "fifo", params: &fifo, buffer: BufferSpec::Time(100_000_000) };
+                        links.push(queue_link(i, format!("access{i}"), *rate, a_send, 0.0, 0.0, q, self.opt)?);
+                        Hop::Link(i as u32)
+                    }
+                    None => Hop::Delay(a_send),
+                };
+                let fwd = vec![first, Hop::Link(*bottleneck), Hop::Delay(a_recv)];
+                let middle = match reverse {
+                    Some(r) => Hop::Link(*r),
+                    None => Hop::Delay(*delay_ns),
+                };
+                let rev = vec![Hop::Delay(a_recv), middle, Hop::Delay(a_send)];
+                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) })
+            }
+            (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
+                let s = nodes.iter().position(|n| n == src).ok_or_else(|| format!("unknown node '{src}'"))?;
+                let d = nodes.iter().position(|n| n == dst).ok_or_else(|| format!("unknown node '{dst}'"))?;
+                let fwd = shortest_path(adj, s, d).ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
+                let rev = shortest_path(adj, d, s)
+                    .ok_or_else(|| format!("no route back from '{dst}' to '{src}' (make a link duplex)"))?;
+                let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
+                let base = delay(&fwd) + delay(&rev);
+                Ok(FlowPaths {
+                    fwd: fwd.into_iter().map(Hop::Link).collect(),
+                    rev: rev.into_iter().map(Hop::Link).collect(),
+                    base_rtt_ns: base,
+                })
+            }
+            _ => Err("flow attachment does not match the topology".into()),
+        }
+    }
+}
+
+/// Fewest-hop path (BFS; ties go to the link listed first, so routes are deterministic).
+fn shortest_path(adj: &[Vec<(u32, usize)>], src: usize, dst: usize) -> Option<Vec<u32>> {
+    if src == dst {
+        return Some(vec![]);
+    }
+    let mut prev: Vec<Option<(u32, usize)>> = vec![None; adj.len()];
+    let mut seen = vec![false; adj.len()];
+    let mut queue = std::collections::VecDeque::from([src]);
+    seen[src] = true;
+    while let Some(u) = queue.pop_front() {
+        for &(link, v) in &adj[u] {
+            if !seen[v] {
+                seen[v] = true;
+                prev[v] = Some((link, u));
+                if v == dst {
+                    let mut path = vec![];
+                    let mut at = dst;
+                    while let Some((l, p)) = prev[at] {
+                        path.push(l);
+                        at = p;
+                    }
+                    path.reverse();
+                    return Some(path);
+                }
+                queue.push_back(v);
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,434 @@
+//! The sender's SACK scoreboard, RFC 6675.
+//!
+//! References: RFC 6675 §2 (definitions: IsLost, pipe), §4 (SetPipe), §5
+//! (NextSeg, loss recovery): <https://www.rfc-editor.org/rfc/rfc6675>;
+//! RFC 2018 §3 (SACK option).
+//!
+//! Cost per ACK is flat in the window size: segment state lives in a ring
+//! indexed by `seq − snd_una`; SACKed data is also kept as a short sorted list
+//! of ranges, so a re-reported block costs O(ranges it overlaps), not
+//! O(block length); loss marking and the retransmission cursor only move
+//! forward. (ns-3's scoreboard scans the window per ACK; see docs/performance.md.)
+
+use std::collections::VecDeque;
+
+pub const SACKED: u8 = 0x01;
+/// Deemed lost (RFC 6675 IsLost, or RTO); cleared when SACKed.
+pub const LOST: u8 = 0x02;
+/// A retransmission of this segment is in flight.
+pub const RETRANS: u8 = 0x04;
+/// The segment was retransmitted at least once.
+pub const EVER_RETRANS: u8 = 0x08;
+
+/// Per-segment sender state, including what delivery-rate sampling needs
+/// (draft-cheng-iccrg-delivery-rate-estimation §3.2).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SegState {
+    /// Last transmission time.
+    pub tx_ns: u64,
+    /// Sender's delivered count when this segment was (re)sent.
+    pub delivered_at_tx: u64,
+    /// Time the delivered count last changed, as of sending.
+    pub delivered_ns_at_tx: u64,
+    /// Send time of the first segment of the sampling interval, as of sending.
+    pub first_tx_ns_at_tx: u64,
+    /// Segments in flight just after sending (BBRv2 "tx_in_flight").
+    pub tx_in_flight: u32,
+    pub flags: u8,
+    pub app_limited: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Scoreboard {
+    una: u64,
+    segs: VecDeque<SegState>,
+    /// SACKed ranges [start, end), sorted, disjoint, non-adjacent, all above `una`.
+    ranges: Vec<(u64, u64)>,
+    sacked: u32,
+    lost: u32,
+    retrans_out: u32,
+    /// IsLost has been evaluated for every segment below this.
+    lost_scan: u64,
+    /// No retransmission candidate lies below this.
+    retx_hint: u64,
+    scratch: Vec<(u64, u64)>,
+    /// Retransmissions in flight, oldest first: (seq, its tx time, snd_nxt
+    /// when it was sent), for lost-retransmission detection.
+    retx_fifo: VecDeque<(u64, u64, u64)>,
+}
+
+impl Scoreboard {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    #[inline]
+    pub fn una(&self) -> u64 {
+        self.una
+    }
+    /// Next new sequence number (one past the highest sent).
+    #[inline]
+    pub fn nxt(&self) -> u64 {
+        self.una + self.segs.len() as u64
+    }
+    #[inline]
+    pub fn outstanding(&self) -> u32 {
+        self.segs.len() as u32
+    }
+    pub fn sacked(&self) -> u32 {
+        self.sacked
+    }
+    pub fn lost(&self) -> u32 {
+        self.lost
+    }
+    pub fn retrans_out(&self) -> u32 {
+        self.retrans_out
+    }
+
+    /// RFC 6675 §4 SetPipe: outstanding segments neither SACKed nor lost, plus
+    /// retransmissions in flight.
+    #[inline]
+    pub fn pipe(&self) -> u32 {
+        self.outstanding() - self.sacked - self.lost + self.retrans_out
+    }
+
+    #[inline]
+    pub fn seg(&self, seq: u64) -> &SegState {
+        &self.segs[(seq - self.una) as usize]
+    }
+
+    /// Record a new segment `nxt()`.
+    #[inline]
+    pub fn push(&mut self, st: SegState) {
+        self.segs.push_back(st);
+    }
+
+    /// Cumulative ACK up to `ack` (exclusive). `on_leave` sees each segment
+    /// that leaves the scoreboard. Returns (acked, newly delivered): the
+    /// latter excludes segments already counted when SACKed.
+    pub fn advance_una(&mut self, ack: u64, mut on_leave: impl FnMut(u64, &SegState)) -> (u32, u32) {
+        let ack = ack.min(self.nxt());
+        if ack <= self.una {
+            return (0, 0);
+        }
+        let mut delivered = 0;
+        let acked = (ack - self.una) as u32;
+        for seq in self.una..ack {
+            let s = self.segs.pop_front().expect("ack within outstanding");
+            if s.flags & SACKED != 0 {
+                self.sacked -= 1;
+            } else {
+                delivered += 1;
+            }
+            if s.flags & LOST != 0 {
+                self.lost -= 1;
+            }
+            if s.flags & RETRANS != 0 {
+                self.retrans_out -= 1;
+            }
+            on_leave(seq, &s);
+        }
+        self.una = ack;
+        let drop_to = self.ranges.iter().take_while(|r| r.1 <= ack).count();
+        self.ranges.drain(..drop_to);
+        if let Some(first) = self.ranges.first_mut() {
+            first.0 = first.0.max(ack);
+        }
+        self.lost_scan = self.lost_scan.max(ack);
+        self.retx_hint = self.retx_hint.max(ack);
+        (acked, delivered)
+    }
+
+    /// Apply one SACK block `[start, end)`. `on_sacked` sees each newly SACKed
+    /// segment. Returns how many segments were newly SACKed.
+    pub fn sack(&mut self, start: u64, end: u64, mut on_sacked: impl FnMut(u64, &SegState)) -> u32 {
+        let start = start.max(self.una);
+        let end = end.min(self.nxt());
+        if start >= end {
+            return 0;
+        }
+        // Ranges that overlap or touch [start, end) get merged with it.
+        let i = self.ranges.partition_point(|r| r.1 < start);
+        let mut j = i;
+        let mut cursor = start;
+        self.scratch.clear();
+        while j < self.ranges.len() && self.ranges[j].0 <= end {
+            let r = self.ranges[j];
+            if r.0 > cursor {
+                self.scratch.push((cursor, r.0.min(end)));
+            }
+            cursor = cursor.max(r.1);
+            j += 1;
+        }
+        if cursor < end {
+            self.scratch.push((cursor, end));
+        }
+        let merged = if i < j {
+            (start.min(self.ranges[i].0), end.max(self.ranges[j - 1].1))
+        } else {
+            (start, end)
+        };
+        self.ranges.splice(i..j, std::iter::once(merged));
+
+        let mut newly = 0;
+        for k in 0..self.scratch.len() {
+            let (a, b) = self.scratch[k];
+            for seq in a..b {
+                let idx = (seq - self.una) as usize;
+                let s = &mut self.segs[idx];
+                debug_assert!(s.flags & SACKED == 0, "range list and flags disagree at {seq}");
+                if s.flags & LOST != 0 {
+                    self.lost -= 1;
+                }
+                if s.flags & RETRANS != 0 {
+                    self.retrans_out -= 1;
+                }
+                s.flags = (s.flags & !(LOST | RETRANS)) | SACKED;
+                self.sacked += 1;
+                newly += 1;
+                on_sacked(seq, &self.segs[idx]);
+            }
+        }
+        newly
+    }
+
+    /// RFC 6675 §4 IsLost: a segment is lost once `dupthresh` segments above
+    /// it are SACKed. Marks every such segment; returns how many were newly marked.
+    pub fn detect_losses(&mut self, dupthresh: u32) -> u32 {
+        // The dupthresh-th highest SACKed sequence number.
+        let mut need = dupthresh as u64;
+        let mut boundary = None;
+        for &(a, b) in self.ranges.iter().rev() {
+            if b - a >= need {
+                boundary = Some(b - need);
+                break;
+            }
+            need -= b - a;
+        }
+        let Some(boundary) = boundary else { return 0 };
+        let mut newly = 0;
+        let from = self.lost_scan.max(self.una);
+        for seq in from..boundary {
+            let s = &mut self.segs[(seq - self.una) as usize];
+            if s.flags & (SACKED | LOST) == 0 {
+                s.flags |= LOST;
+                self.lost += 1;
+                newly += 1;
+            }
+        }
+        self.lost_scan = self.lost_scan.max(boundary);
+        newly
+    }
+
+    /// RFC 6675 §4 NextSeg rule 1: the lowest lost segment not yet retransmitted.
+    pub fn next_retransmit(&mut self) -> Option<u64> {
+        let limit = self.lost_scan.min(self.nxt());
+        while self.retx_hint < limit {
+            let s = self.segs[(self.retx_hint - self.una) as usize];
+            if s.flags & LOST != 0 && s.flags & (RETRANS | SACKED) == 0 {
+                return Some(self.retx_hint);
+            }
+            self.retx_hint += 1;
+        }
+        None
+    }
+
+    /// Record the retransmission of `seq`, refreshing its sampling state.
+    pub fn mark_retransmitted(&mut self, seq: u64, mut st: SegState) {
+        let idx = (seq - self.una) as usize;
+        let old = self.segs[idx].flags;
+        debug_assert!(old & RETRANS == 0);
+        st.flags = old | RETRANS | EVER_RETRANS;
+        self.retx_fifo.push_back((seq, st.tx_ns, self.nxt()));
+        self.segs[idx] = st;
+        self.retrans_out += 1;
+        self.retx_hint = self.retx_hint.max(seq + 1);
+    }
+
+    /// Lost retransmissions: a retransmission is lost once data sent after it
+    /// (a sequence number at or above snd_nxt at its sending) is SACKed
+    /// (Linux `tcp_mark_lost_retrans`, kernels 2.6–4.3; RFC 6675 §5 allows
+    /// such additional detection). Without this, RFC 6675 recovers a lost
+    /// retransmission only by RTO. Returns how many were found.
+    pub fn detect_lost_retransmissions(&mut self) -> u32 {
+        let Some(&(_, high)) = self.ranges.last() else { return 0 };
+        let mut found = 0;
+        while let Some(&(seq, tx_ns, nxt_then)) = self.retx_fifo.front() {
+            if nxt_then >= high {
+                break;
+            }
+            self.retx_fifo.pop_front();
+            if seq < self.una {
+                continue;
+            }
+            let s = &mut self.segs[(seq - self.una) as usize];
+            // Only the latest retransmission of this segment counts.
+            if s.flags & RETRANS != 0 && s.flags & SACKED == 0 && s.tx_ns == tx_ns {
+                s.flags &= !RETRANS;
+                self.retrans_out -= 1;
+                self.retx_hint = self.retx_hint.min(seq);
+                found += 1;
+            }
+        }
+        found
+    }
+
+    /// RTO (RFC 6298 §5.4 + RFC 6675 §5.1): everything not SACKed is lost and
+    /// no retransmission is in flight any more.
+    pub fn mark_all_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            if s.flags & SACKED != 0 {
+                continue;
+            }
+            if s.flags & LOST == 0 {
+                s.flags |= LOST;
+                self.lost += 1;
+            }
+            if s.flags & RETRANS != 0 {
+                s.flags &= !RETRANS;
+                self.retrans_out -= 1;
+            }
+        }
+        self.lost_scan = self.nxt();
+        self.retx_hint = self.una;
+        self.retx_fifo.clear();
+    }
+
+    /// Consistency of counters, flags and ranges (tests and debug builds).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let (mut s, mut l, mut r) = (0u32, 0u32, 0u32);
+        for st in &self.segs {
+            s += u32::from(st.flags & SACKED != 0);
+            l += u32::from(st.flags & LOST != 0);
+            r += u32::from(st.flags & RETRANS != 0);
+        }
+        let in_ranges: u64 = self.ranges.iter().map(|(a, b)| b - a).sum();
+        if (s, l, r) != (self.sacked, self.lost, self.retrans_out) || in_ranges != s as u64 {
+            return Err(format!(
+                "scoreboard counters (sacked {}, lost {}, retrans {}, in ranges {}) disagree with flags ({s}, {l}, {r})",
+                self.sacked, self.lost, self.retrans_out, in_ranges
+            ));
+        }
+        if self.ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
+            return Err(format!("SACK ranges not sorted/disjoint: {:?}", self.ranges));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut sb = Scoreboard::new();
+        for _ in 0..n {
+            sb.push(SegState::default());
+        }
+        sb
+    }
+
+    #[test]
+    fn sack_blocks_merge_and_count_only_new_segments() {
+        let mut sb = board(20);
+        assert_eq!(sb.sack(5, 8, |_, _| {}), 3);
+        assert_eq!(sb.sack(10, 12, |_, _| {}), 2);
+        // Re-reporting a grown block counts only the growth.
+        assert_eq!(sb.sack(5, 9, |_, _| {}), 1);
+        // A block bridging the hole merges both ranges.
+        assert_eq!(sb.sack(4, 12, |_, _| {}), 2);
+        assert_eq!(sb.ranges, vec![(4, 12)]);
+        assert_eq!(sb.sacked(), 8);
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn rfc6675_islost_needs_three_sacked_segments_above() {
+        let mut sb = board(10);
+        sb.sack(2, 4, |_, _| {});
+        assert_eq!(sb.detect_losses(3), 0);
+        sb.sack(5, 6, |_, _| {});
+        // SACKed: 2, 3, 5. Segments 0 and 1 have three SACKed above them; 4 has one.
+        assert_eq!(sb.detect_losses(3), 2);
+        assert_eq!(sb.lost(), 2);
+        assert_eq!(sb.pipe(), 10 - 3 - 2);
+        assert_eq!(sb.next_retransmit(), Some(0));
+        sb.mark_retransmitted(0, SegState::default());
+        assert_eq!(sb.next_retransmit(), Some(1));
+        assert_eq!(sb.pipe(), 10 - 3 - 2 + 1);
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn cumulative_ack_delivers_only_unsacked_segments() {
+        let mut sb = board(10);
+        sb.sack(3, 6, |_, _| {});
+        let (acked, delivered) = sb.advance_una(7, |_, _| {});
+        assert_eq!((acked, delivered), (7, 4));
+        assert_eq!((sb.una(), sb.sacked(), sb.outstanding()), (7, 0, 3));
+        assert!(sb.ranges.is_empty());
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn rto_marks_everything_unsacked_lost_and_restarts_the_cursor() {
+        let mut sb = board(6);
+        sb.sack(4, 5, |_, _| {});
+        sb.mark_all_lost();
+        assert_eq!((sb.lost(), sb.pipe()), (5, 0));
+        let order: Vec<u64> = std::iter::from_fn(|| {
+            let s = sb.next_retransmit()?;
+            sb.mark_retransmitted(s, SegState::default());
+            Some(s)
+        })
+        .collect();
+        assert_eq!(order, vec![0, 1, 2, 3, 5]);
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_retransmission_is_lost_once_later_data_is_sacked() {
+        let mut sb = board(10);
+        sb.sack(1, 4, |_, _| {});
+        sb.detect_losses(3);
+        sb.mark_retransmitted(0, SegState { tx_ns: 5, ..Default::default() });
+        // Data sent after the retransmission: segments 10, 11.
+        sb.push(SegState::default());
+        sb.push(SegState::default());
+        assert_eq!(sb.detect_lost_retransmissions(), 0);
+        sb.sack(9, 10, |_, _| {}); // sent before the retransmission: says nothing
+        assert_eq!(sb.detect_lost_retransmissions(), 0);
+        sb.sack(10, 11, |_, _| {});
+        assert_eq!(sb.detect_lost_retransmissions(), 1);
+        assert_eq!((sb.retrans_out(), sb.next_retransmit()), (0, Some(0)));
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn random_operations_keep_counters_consistent() {
+        let mut rng = crate::sim::rng::SimRng::derive(3, crate::sim::rng::Domain::Flow, 0);
+        let mut sb = Scoreboard::new();
+        for _ in 0..2000 {
+            match rng.below(5) {
+                0 | 1 => sb.push(SegState::default()),
+                2 if sb.outstanding() > 0 => {
+                    let a = sb.una() + rng.below(sb.outstanding() as u64);
+                    let b = a + 1 + rng.below(4);
+                    sb.sack(a, b, |_, _| {});
+                    sb.detect_losses(3);
+                }
+                3 if sb.outstanding() > 0 => {
+                    let to = sb.una() + rng.below(sb.outstanding() as u64 / 2 + 1);
+                    sb.advance_una(to, |_, _| {});
+                }
+                _ => {
+                    if let Some(s) = sb.next_retransmit() {
+                        sb.mark_retransmitted(s, SegState::default());
+                    }
+                    sb.detect_lost_retransmissions();
+                }
+            }
+            sb.check_invariants().unwrap();
+        }
+    }
+}

@@ -1,0 +1,676 @@
+//! The world: builds a validated scenario and runs its event loop.
+//!
+//! One event list drives everything. Packets move by value between queues
+//! (events only for the packet being sent), delay lines (events only for the
+//! head) and endpoints (timers are lazy: a timer that moves later is not
+//! re-inserted, the early event just finds nothing due and re-arms).
+
+use crate::aqm::{FlowQueueCounters, Qdisc};
+use crate::cc::{self, CongestionControl};
+use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
+use crate::metrics::{summary, Results};
+use crate::net::delay_line::DelayLine;
+use crate::net::link::Link;
+use crate::net::packet::{Packet, PacketKind};
+use crate::net::route::{Routes, Stage};
+use crate::net::topology::{Attach, QueueOptions, Topology};
+use crate::scenario::{resolve_ecn, Scenario, SizeDist};
+use crate::sim::rng::{Domain, SimRng};
+use crate::sim::scheduler::{Event, EventQueue};
+use crate::transport::tcp_receiver::TcpReceiver;
+use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
+use crate::transport::udp::{CbrSource, DatagramSink};
+use crate::transport::{EcnSetting, TcpConfig};
+use serde_json::Value;
+
+/// A flow's sending side.
+#[derive(Debug, Clone)]
+pub enum Source {
+    Tcp(Box<TcpSender>),
+    Cbr(CbrSource),
+}
+
+/// A flow's receiving side.
+#[derive(Debug, Clone)]
+pub enum Sink {
+    Tcp(TcpReceiver),
+    Datagram(DatagramSink),
+}
+
+/// Static facts about a flow, for the flow table.
+#[derive(Debug, Clone)]
+pub struct FlowInfo {
+    /// Index of the `[[flows]]` group, or `flows.len() + w` for workload `w`.
+    pub group: u32,
+    pub label: String,
+    pub cc: String,
+    pub ecn: EcnSetting,
+    pub base_rtt_ns: u64,
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+    pub size_bytes: Option<u64>,
+    /// Created by a workload (short flows).
+    pub from_workload: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Flow {
+    pub info: FlowInfo,
+    pub source: Source,
+    pub sink: Sink,
+    fwd_route: u32,
+    rev_route: u32,
+    source_timer_at: Option<u64>,
+    sink_timer_at: Option<u64>,
+    /// Receiver's delivered bytes when warm-up ended.
+    pub delivered_at_warmup: u64,
+    /// Stopped being sampled (finished before the last sample).
+    sampled_done: bool,
+}
+
+impl Flow {
+    pub fn delivered_bytes(&self) -> u64 {
+        match &self.sink {
+            Sink::Tcp(r) => r.delivered_bytes(),
+            Sink::Datagram(d) => d.bytes,
+        }
+    }
+}
+
+/// A workload generator (Poisson arrivals of finite TCP flows).
+#[derive(Debug, Clone)]
+struct WorkloadGen {
+    index: usize,
+    rng: SimRng,
+    mean_gap_ns: f64,
+    stop_ns: u64,
+    size: SizeDist,
+    cc: String,
+    params: Value,
+    ecn: EcnSetting,
+    attach: Attach,
+    label: String,
+}
+
+pub struct World {
+    now_ns: u64,
+    end_ns: u64,
+    warmup_ns: u64,
+    seed: u64,
+    events: EventQueue,
+    pub links: Vec<Link>,
+    lines: Vec<DelayLine>,
+    routes: Routes,
+    pub flows: Vec<Flow>,
+    flow_counters: Vec<FlowQueueCounters>,
+    topology: Topology,
+    workloads: Vec<WorkloadGen>,
+    scratch: Vec<Packet>,
+    tcp: TcpConfig,
+    scenario: Scenario,
+    sample_interval_ns: u64,
+    timeseries: bool,
+    flow_ts: FlowSeries,
+    queue_ts: QueueSeries,
+    probes: ProbeSeries,
+    wall_s: f64,
+}
+
+/// Progress is reported every this many events.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+impl World {
+    /// Build from a validated scenario (see [`crate::scenario::parse`]).
+    pub fn new(s: &Scenario) -> Result<World, String> {
+        let opt = QueueOptions {
+            seed: s.seed,
+            mtu: s.tcp.mtu_bytes,
+            histograms: s.metrics.sojourn_histograms,
+            sample_every: s.metrics.sojourn_samples_every,
+        };
+        let (topology, links) = Topology::build(s, opt)?;
+        let mut w = World {
+            now_ns: 0,
+            end_ns: s.duration_ns,
+            warmup_ns: s.warmup_ns,
+            seed: s.seed,
+            events: EventQueue::new(),
+            links,
+            lines: vec![],
+            routes: Routes::default(),
+            flows: vec![],
+            flow_counters: vec![],
+            topology,
+            workloads: vec![],
+            scratch: Vec::with_capacity(64),
+            tcp: s.tcp.clone(),
+            scenario: s.clone(),
+            sample_interval_ns: s.metrics.interval_ns,
+            timeseries: s.metrics.timeseries,
+            flow_ts: FlowSeries::default(),
+            queue_ts: QueueSeries::default(),
+            probes: ProbeSeries::default(),
+            wall_s: 0.0,
+        };
+        for (gi, g) in s.flows.iter().enumerate() {
+            let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
+            let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
+            for _ in 0..g.count {
+                let id = w.flows.len() as u64;
+                let jitter = if g.start_jitter_ns > 0 {
+                    SimRng::derive(s.seed, Domain::Flow, id).below(g.start_jitter_ns + 1)
+                } else {
+                    0
+                };
+                let info = FlowInfo {
+                    group: gi as u32,
+                    label: g.label.clone().unwrap_or_else(|| g.cc.clone()),
+                    cc: g.cc.clone(),
+                    ecn,
+                    base_rtt_ns: 0,
+                    start_ns: g.start_ns + jitter,
+                    stop_ns: g.stop_ns,
+                    size_bytes: g.size_bytes,
+                    from_workload: false,
+                };
+                let udp = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
+                w.add_flow(info, &attach, &g.params, udp)?;
+            }
+        }
+        for (wi, wl) in s.workloads.iter().enumerate() {
+            let ecn = resolve_ecn(&format!("workloads[{wi}]"), &wl.cc, wl.ecn.as_deref())?;
+            let gen = WorkloadGen {
+                index: wi,
+                rng: SimRng::derive(s.seed, Domain::Workload, wi as u64),
+                mean_gap_ns: 1e9 / wl.rate,
+                stop_ns: wl.stop_ns.unwrap_or(s.duration_ns),
+                size: wl.size.clone(),
+                cc: wl.cc.clone(),
+                params: wl.params.clone(),
+                ecn,
+                attach: attach_of(wl.rtt_ns, &wl.src, &wl.dst),
+                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)),
+            };
+            w.workloads.push(gen);
+            let first = wl.start_ns + w.next_gap(wi);
+            if first < w.workloads[wi].stop_ns {
+                w.events.schedule(first, Event::WorkloadArrival(wi as u32));
+            }
+        }
+        for i in 0..w.topology.rate_changes.len() {
+            let at = w.topology.rate_changes[i].0;
+            w.events.schedule(at, Event::LinkRateChange(i as u32));
+        }
+        for l in 0..w.links.len() {
+            w.sync_qdisc_timer(l);
+        }
+        if w.warmup_ns > 0 {
+            w.events.schedule(w.warmup_ns, Event::WarmupEnd);
+        }
+        if w.timeseries {
+            w.events.schedule(0, Event::Sample);
+        }
+        Ok(w)
+    }
+
+    fn next_gap(&mut self, wi: usize) -> u64 {
+        let g = &mut self.workloads[wi];
+        (g.rng.exponential(g.mean_gap_ns).round() as u64).max(1)
+    }
+
+    /// Create a flow (at build time or when a workload spawns one).
+    fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, udp: Option<(u64, u32)>) -> Result<u32, String> {
+        let id = self.flows.len() as u32;
+        let paths = self.topology.paths(attach, &mut self.links)?;
+        info.base_rtt_ns = paths.base_rtt_ns;
+        let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines);
+        let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines);
+        let (source, sink) = match udp {
+            Some((rate, size)) => (
+                Source::Cbr(CbrSource::new(id, rate, size, info.ecn.codepoint(), info.start_ns, info.stop_ns)),
+                Sink::Datagram(DatagramSink::default()),
+            ),
+            None => {
+                let entry = cc::lookup(&info.cc).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
+                let (controller, _) = (entry.build)(params)?;
+                let spec = SenderSpec {
+                    flow: id,
+                    cc: controller,
+                    ecn: info.ecn,
+                    start_ns: info.start_ns,
+                    stop_ns: info.stop_ns,
+                    total_bytes: info.size_bytes,
+                };
+                (
+                    Source::Tcp(Box::new(TcpSender::new(spec, &self.tcp))),
+                    Sink::Tcp(TcpReceiver::new(id, &self.tcp, info.size_bytes)),
+                )
+            }
+        };
+        self.flows.push(Flow {
+            info,
+            source,
+            sink,
+            fwd_route,
+            rev_route,
+            source_timer_at: None,
+            sink_timer_at: None,
+            delivered_at_warmup: 0,
+            sampled_done: false,
+        });
+        self.flow_counters.push(FlowQueueCounters::default());
+        self.sync_source_timer(id as usize);
+        Ok(id)
+    }
+
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// Run to the end. `progress(now_ns)` is called every few thousand
+    /// events; returning false aborts the run with an error.
+    pub fn run(&mut self, mut progress: impl FnMut(u64) -> bool) -> Result<(), String> {
+        let wall = std::time::Instant::now();
+        let mut since_progress = 0u64;
+        while let Some(t) = self.events.peek_time() {
+            if t > self.end_ns {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            if t < self.now_ns {
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
+            }
+            self.now_ns = t;
+            self.dispatch(ev);
+            since_progress += 1;
+            if since_progress == PROGRESS_EVERY {
+                since_progress = 0;
+                if !progress(self.now_ns) {
+                    return Err("interrupted".into());
+                }
+            }
+        }
+        self.now_ns = self.end_ns;
+        self.wall_s = wall.elapsed().as_secs_f64();
+        progress(self.end_ns);
+        self.check_invariants()
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::LinkTxDone(l) => self.on_tx_done(l as usize),
+            Event::LineArrival(d) => self.on_line_arrival(d as usize),
+            Event::SenderTimer(f) => self.on_source_timer(f as usize),
+            Event::ReceiverTimer(f) => self.on_sink_timer(f as usize),
+            Event::QdiscTimer(l) => self.on_qdisc_timer(l as usize),
+            Event::LinkRateChange(i) => {
+                let (_, link, rate) = self.topology.rate_changes[i as usize];
+                self.links[link as usize].rate_bps = rate;
+            }
+            Event::WorkloadArrival(w) => self.on_workload_arrival(w as usize),
+            Event::Sample => self.on_sample(),
+            Event::WarmupEnd => self.on_warmup_end(),
+        }
+    }
+
+    #[inline]
+    fn on_tx_done(&mut self, l: usize) {
+        let now = self.now_ns;
+        let link = &mut self.links[l];
+        let q = link.queue.as_mut().expect("only queue links transmit");
+        let pkt = q.finish_tx();
+        if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+            self.events.schedule(done, Event::LinkTxDone(l as u32));
+        }
+        let pkt = if link.loss > 0.0 || link.mark > 0.0 { link.apply_random(pkt, &mut self.flow_counters) } else { Some(pkt) };
+        if let Some(p) = pkt {
+            self.forward(p);
+        }
+    }
+
+    #[inline]
+    fn on_line_arrival(&mut self, d: usize) {
+        while let Some(p) = self.lines[d].pop_due(self.now_ns) {
+            self.forward(p);
+        }
+        if let Some(t) = self.lines[d].head_time() {
+            self.events.schedule(t, Event::LineArrival(d as u32));
+        }
+    }
+
+    /// Move a packet to the next stage of its route, or deliver it.
+    #[inline]
+    fn forward(&mut self, mut pkt: Packet) {
+        let now = self.now_ns;
+        match self.routes.stage(pkt.route, pkt.hop) {
+            None => self.deliver(pkt),
+            Some(Stage::Queue(l)) => {
+                pkt.hop += 1;
+                let link = &mut self.links[l as usize];
+                let q = link.queue.as_mut().expect("queue stage");
+                if q.arrive(now, pkt, &mut self.flow_counters) {
+                    if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+                        self.events.schedule(done, Event::LinkTxDone(l));
+                    }
+                }
+            }
+            Some(Stage::Line(d)) => {
+                pkt.hop += 1;
+                let line = &mut self.lines[d as usize];
+                if !line.lossy_links.is_empty() {
+                    for i in 0..line.lossy_links.len() {
+                        let l = self.lines[d as usize].lossy_links[i] as usize;
+                        match self.links[l].apply_random(pkt, &mut self.flow_counters) {
+                            Some(p) => pkt = p,
+                            None => return,
+                        }
+                    }
+                }
+                if let Some(at) = self.lines[d as usize].push(now, pkt) {
+                    self.events.schedule(at, Event::LineArrival(d));
+                }
+            }
+        }
+    }
+
+    /// A packet reached the end of its route: hand it to its endpoint.
+    fn deliver(&mut self, pkt: Packet) {
+        let f = pkt.flow as usize;
+        let now = self.now_ns;
+        let mut out = std::mem::take(&mut self.scratch);
+        let flow = &mut self.flows[f];
+        let to_sink = matches!(pkt.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram);
+        if to_sink {
+            match &mut flow.sink {
+                Sink::Tcp(r) => r.on_packet(now, &pkt, &mut out),
+                Sink::Datagram(d) => d.on_packet(now, &pkt),
+            }
+            let route = flow.rev_route;
+            self.emit(&mut out, route);
+            self.sync_sink_timer(f);
+        } else {
+            if let Source::Tcp(s) = &mut flow.source {
+                s.on_packet(now, &pkt, &mut out);
+            }
+            let route = flow.fwd_route;
+            self.emit(&mut out, route);
+            self.sync_source_timer(f);
+        }
+        self.scratch = out;
+    }
+
+    #[inline]
+    fn emit(&mut self, out: &mut Vec<Packet>, route: u32) {
+        for mut p in out.drain(..) {
+            p.route = route;
+            p.hop = 0;
+            self.forward(p);
+        }
+    }
+
+    fn on_source_timer(&mut self, f: usize) {
+        let now = self.now_ns;
+        if self.flows[f].source_timer_at != Some(now) {
+            return; // superseded
+        }
+        self.flows[f].source_timer_at = None;
+        let mut out = std::mem::take(&mut self.scratch);
+        match &mut self.flows[f].source {
+            Source::Tcp(s) => s.on_timer(now, &mut out),
+            Source::Cbr(c) => c.on_timer(now, &mut out),
+        }
+        let route = self.flows[f].fwd_route;
+        self.emit(&mut out, route);
+        self.scratch = out;
+        self.sync_source_timer(f);
+    }
+
+    fn on_sink_timer(&mut self, f: usize) {
+        let now = self.now_ns;
+        if self.flows[f].sink_timer_at != Some(now) {
+            return;
+        }
+        self.flows[f].sink_timer_at = None;
+        let mut out = std::mem::take(&mut self.scratch);
+        if let Sink::Tcp(r) = &mut self.flows[f].sink {
+            r.on_timer(now, &mut out);
+        }
+        let route = self.flows[f].rev_route;
+        self.emit(&mut out, route);
+        self.scratch = out;
+        self.sync_sink_timer(f);
+    }
+
+    /// Arm the source's timer if it now wants to run earlier than armed.
+    #[inline]
+    fn sync_source_timer(&mut self, f: usize) {
+        let flow = &mut self.flows[f];
+        let want = match &flow.source {
+            Source::Tcp(s) => s.next_wakeup_ns(),
+            Source::Cbr(c) => c.next_wakeup_ns(),
+        };
+        if let Some(w) = want {
+            let w = w.max(self.now_ns);
+            if flow.source_timer_at.is_none_or(|t| w < t) {
+                flow.source_timer_at = Some(w);
+                self.events.schedule(w, Event::SenderTimer(f as u32));
+            }
+        }
+    }
+
+    #[inline]
+    fn sync_sink_timer(&mut self, f: usize) {
+        let flow = &mut self.flows[f];
+        let want = match &flow.sink {
+            Sink::Tcp(r) => r.next_wakeup_ns(),
+            Sink::Datagram(_) => None,
+        };
+        if let Some(w) = want {
+            let w = w.max(self.now_ns);
+            if flow.sink_timer_at.is_none_or(|t| w < t) {
+                flow.sink_timer_at = Some(w);
+                self.events.schedule(w, Event::ReceiverTimer(f as u32));
+            }
+        }
+    }
+
+    fn sync_qdisc_timer(&mut self, l: usize) {
+        let Some(q) = self.links[l].queue.as_mut() else { return };
+        if let Some(t) = q.qdisc.next_timer_ns() {
+            let t = t.max(self.now_ns);
+            if q.timer_at.is_none_or(|a| t < a) {
+                q.timer_at = Some(t);
+                self.events.schedule(t, Event::QdiscTimer(l as u32));
+            }
+        }
+    }
+
+    fn on_qdisc_timer(&mut self, l: usize) {
+        let now = self.now_ns;
+        let link = &mut self.links[l];
+        let q = link.queue.as_mut().expect("qdisc timers belong to queues");
+        if q.timer_at != Some(now) {
+            return;
+        }
+        q.timer_at = None;
+        q.qdisc_timer(now, &mut self.flow_counters);
+        // A timer may release packets (e.g. a shaper); restart an idle transmitter.
+        if !q.is_sending() && q.qdisc.len_pkts() > 0 {
+            if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+                self.events.schedule(done, Event::LinkTxDone(l as u32));
+            }
+        }
+        self.sync_qdisc_timer(l);
+    }
+
+    fn on_workload_arrival(&mut self, wi: usize) {
+        let now = self.now_ns;
+        let g = &mut self.workloads[wi];
+        let size = g.size.sample(&mut g.rng);
+        let info = FlowInfo {
+            group: (self.scenario.flows.len() + g.index) as u32,
+            label: g.label.clone(),
+            cc: g.cc.clone(),
+            ecn: g.ecn,
+            base_rtt_ns: 0,
+            start_ns: now,
+            stop_ns: None,
+            size_bytes: Some(size),
+            from_workload: true,
+        };
+        let (attach, params) = (g.attach.clone(), g.params.clone());
+        // Validated at parse time; a failure here would be an engine bug.
+        self.add_flow(info, &attach, &params, None).expect("workload flow builds");
+        let next = now + self.next_gap(wi);
+        if next < self.workloads[wi].stop_ns {
+            self.events.schedule(next, Event::WorkloadArrival(wi as u32));
+        }
+    }
+
+    fn on_warmup_end(&mut self) {
+        for f in &mut self.flows {
+            f.delivered_at_warmup = f.delivered_bytes();
+        }
+        for l in &mut self.links {
+            if let Some(q) = &mut l.queue {
+                q.end_warmup();
+            }
+        }
+    }
+
+    fn on_sample(&mut self) {
+        let t = self.now_ns;
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if f.sampled_done || t < f.info.start_ns {
+                continue;
+            }
+            let delivered = f.delivered_bytes();
+            match &f.source {
+                Source::Tcp(s) => {
+                    if s.state() == SenderState::Finished {
+                        f.sampled_done = true;
+                    }
+                    self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits);
+                    let names = s.cc.probe_names();
+                    if !names.is_empty() && !f.info.from_workload {
+                        let mut vals = [0.0; 8];
+                        s.cc.probe(&mut vals[..names.len()]);
+                        for (k, n) in names.iter().enumerate() {
+                            self.probes.push(t, &format!("flow{i}"), n, vals[k]);
+                        }
+                    }
+                }
+                Source::Cbr(_) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0),
+            }
+        }
+        for l in &self.links {
+            let Some(q) = &l.queue else { continue };
+            if !l.report {
+                continue;
+            }
+            let names = q.qdisc.subqueue_names();
+            for (k, sub) in names.iter().enumerate() {
+                let c = &q.counters[k];
+                let s = &mut self.queue_ts;
+                s.t_ns.push(t);
+                s.queue.push(l.name.clone());
+                s.subqueue.push(sub.to_string());
+                s.backlog_pkts.push(q.qdisc.subqueue_len_pkts(k) as u64);
+                s.arrived_pkts.push(c.arrived_pkts);
+                s.departed_pkts.push(c.departed_pkts);
+                s.dropped_pkts.push(c.drops());
+                s.marked_pkts.push(c.marks());
+            }
+            let pn = q.qdisc.probe_names();
+            if !pn.is_empty() {
+                let mut vals = [0.0; 8];
+                q.qdisc.probe(&mut vals[..pn.len()]);
+                for (k, n) in pn.iter().enumerate() {
+                    self.probes.push(t, &l.name, n, vals[k]);
+                }
+            }
+        }
+        let next = t + self.sample_interval_ns;
+        if next <= self.end_ns {
+            self.events.schedule(next, Event::Sample);
+        }
+    }
+
+    /// End-of-run checks: a violation is an error with context, never silent.
+    fn check_invariants(&self) -> Result<(), String> {
+        for l in &self.links {
+            if let Some(q) = &l.queue {
+                q.check_conservation(&l.name)?;
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
+                if r.delivered_bytes() > s.stats.bytes_sent {
+                    return Err(format!(
+                        "flow {i}: receiver has {} bytes but the sender sent only {}",
+                        r.delivered_bytes(),
+                        s.stats.bytes_sent
+                    ));
+                }
+                if r.rcv_nxt() < s.snd_una() {
+                    return Err(format!("flow {i}: sender saw ACK {} beyond receiver's {}", s.snd_una(), r.rcv_nxt()));
+                }
+                s.check_invariants().map_err(|e| format!("flow {i}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn events_executed(&self) -> u64 {
+        self.events.events_popped()
+    }
+
+    pub fn bottleneck_packets(&self) -> u64 {
+        self.links.iter().filter(|l| l.bottleneck).filter_map(|l| l.queue.as_ref()).map(|q| q.data_departed).sum()
+    }
+
+    pub fn wall_s(&self) -> f64 {
+        self.wall_s
+    }
+    pub fn warmup_ns(&self) -> u64 {
+        self.warmup_ns
+    }
+    pub fn end_ns(&self) -> u64 {
+        self.end_ns
+    }
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    pub fn flow_counters(&self) -> &[FlowQueueCounters] {
+        &self.flow_counters
+    }
+
+    /// Consume the world into tables and the summary document.
+    pub fn into_results(self) -> Results {
+        summary::build(self)
+    }
+
+    /// Parts taken by the summary builder.
+    pub(crate) fn take_series(&mut self) -> (FlowSeries, QueueSeries, ProbeSeries) {
+        (std::mem::take(&mut self.flow_ts), std::mem::take(&mut self.queue_ts), std::mem::take(&mut self.probes))
+    }
+}
+
+fn attach_of(rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {
+    match rtt {
+        Some(r) => Attach::Rtt(r),
+        None => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
+    }
+}
+
+/// Parse, validate, build and run a scenario given as JSON.
+pub fn run_json(json: &str, progress: impl FnMut(u64) -> bool) -> Result<Results, String> {
+    let s = crate::scenario::parse(json)?;
+    let mut w = World::new(&s)?;
+    w.run(progress)?;
+    Ok(w.into_results())
+}

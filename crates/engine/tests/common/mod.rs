@@ -1,0 +1,39 @@
+//! Shared helpers for the system tests: run a scenario given as JSON.
+#![allow(dead_code)]
+
+use aqmlab_engine::{run_json, Results};
+use serde_json::Value;
+
+#[track_caller]
+pub fn run(scenario: Value) -> Results {
+    match run_json(&scenario.to_string(), |_| true) {
+        Ok(r) => r,
+        Err(e) => panic!("scenario failed: {e}"),
+    }
+}
+
+/// The summary entry of flow `i`.
+pub fn flow(r: &Results, i: usize) -> &Value {
+    &r.summary["flows"][i]
+}
+
+pub fn goodput(r: &Results, i: usize) -> f64 {
+    flow(r, i)["goodput_bps"].as_f64().expect("goodput")
+}
+
+pub fn queue<'a>(r: &'a Results, name: &str) -> &'a Value {
+    r.summary["queues"].as_array().unwrap().iter().find(|q| q["name"] == name).expect("queue")
+}
+
+/// Time-weighted values of a flow's column from flow_ts after `from_ns`.
+pub fn flow_series(r: &Results, flow: u64, col: &str, from_ns: u64) -> Vec<f64> {
+    let t = r.table("flow_ts");
+    let ts = t.f64s("t_ns");
+    let fl = t.f64s("flow");
+    let v = t.f64s(col);
+    (0..ts.len()).filter(|&i| fl[i] as u64 == flow && ts[i] as u64 >= from_ns).map(|i| v[i]).collect()
+}
+
+pub fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
