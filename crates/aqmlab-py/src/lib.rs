@@ -1,0 +1,143 @@
+//! `aqmlab._engine`: thin bindings. Strings in, typed columns out; no
+//! simulation logic here. A Rust panic becomes a Python `RuntimeError`.
+
+use aqmlab_engine::metrics::Column;
+use aqmlab_engine::{aqm, cc, scenario, World};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+pyo3::create_exception!(_engine, ScenarioError, PyValueError, "The scenario is invalid (one line naming the field).");
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+/// Validate a scenario (JSON text); returns the normalised scenario as JSON text.
+#[pyfunction]
+fn validate(json: &str) -> PyResult<String> {
+    match catch_unwind(|| scenario::parse(json)) {
+        Ok(Ok(s)) => Ok(s.to_json().to_string()),
+        Ok(Err(e)) => Err(ScenarioError::new_err(e)),
+        Err(p) => Err(PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p)))),
+    }
+}
+
+fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
+    fn bytes_of<T: Copy>(v: &[T], f: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(v.len() * 8);
+        for &x in v {
+            out.extend_from_slice(&f(x));
+        }
+        out
+    }
+    let (dtype, data) = match c {
+        Column::F64(v) => ("<f8", bytes_of(v, f64::to_le_bytes)),
+        Column::I64(v) => ("<i8", bytes_of(v, i64::to_le_bytes)),
+        Column::U64(v) => ("<u8", bytes_of(v, u64::to_le_bytes)),
+        Column::Str(v) => return Ok(PyList::new(py, v)?.into_any()),
+    };
+    Ok((dtype, PyBytes::new(py, &data)).into_pyobject(py)?.into_any())
+}
+
+/// Run a scenario (JSON text). `progress(sim_seconds_done)` is called now and
+/// then; it may raise to abort. Returns {"summary": json, "tables": {...}}
+/// where numeric columns are (dtype, little-endian bytes) and text columns lists.
+#[pyfunction]
+#[pyo3(signature = (json, progress=None))]
+fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let s = scenario::parse(json).map_err(ScenarioError::new_err)?;
+    let mut cb_error: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut w = World::new(&s)?;
+            w.run(|now_ns| {
+                Python::attach(|py| {
+                    if let Err(e) = py.check_signals() {
+                        cb_error = Some(e);
+                        return false;
+                    }
+                    if let Some(cb) = &progress {
+                        if let Err(e) = cb.call1(py, (now_ns as f64 * 1e-9,)) {
+                            cb_error = Some(e);
+                            return false;
+                        }
+                    }
+                    true
+                })
+            })?;
+            Ok::<_, String>(w.into_results())
+        }))
+    });
+    let results = match outcome {
+        Err(p) => return Err(PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p)))),
+        Ok(Err(e)) => {
+            if let Some(err) = cb_error {
+                return Err(err);
+            }
+            if e == "interrupted" {
+                return Err(PyKeyboardInterrupt::new_err("simulation interrupted"));
+            }
+            return Err(PyRuntimeError::new_err(e));
+        }
+        Ok(Ok(r)) => r,
+    };
+    let out = PyDict::new(py);
+    out.set_item("summary", results.summary.to_string())?;
+    let tables = PyDict::new(py);
+    for t in &results.tables {
+        let cols = PyDict::new(py);
+        for (name, c) in &t.columns {
+            cols.set_item(name, column_to_py(py, c)?)?;
+        }
+        tables.set_item(&t.name, cols)?;
+    }
+    out.set_item("tables", tables)?;
+    Ok(out)
+}
+
+/// Names, summaries and default parameters of every AQM and congestion control (JSON text).
+#[pyfunction]
+fn registry() -> PyResult<String> {
+    let env = aqm::QdiscEnv {
+        link_rate_bps: 100_000_000,
+        mtu_bytes: 1500,
+        limit: aqm::QueueLimit { pkts: Some(1000), bytes: None },
+    };
+    let mut aqms = serde_json::Map::new();
+    for e in aqm::REGISTRY {
+        let (_, defaults) = (e.build)(&serde_json::Value::Null, &env).map_err(PyRuntimeError::new_err)?;
+        aqms.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults}));
+    }
+    let mut ccs = serde_json::Map::new();
+    for e in cc::REGISTRY {
+        let (_, defaults) = (e.build)(&serde_json::Value::Null).map_err(PyRuntimeError::new_err)?;
+        ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
+    }
+    Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": aqmlab_engine::transport::EcnSetting::NAMES}).to_string())
+}
+
+/// Deliberately panic inside the engine (tests check it surfaces as an exception).
+#[pyfunction]
+fn _panic_for_test() -> PyResult<()> {
+    catch_unwind(|| panic!("deliberate test panic"))
+        .map_err(|p| PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p))))
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", aqmlab_engine::VERSION)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(registry, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    Ok(())
+}
