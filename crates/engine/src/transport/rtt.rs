@@ -6,9 +6,13 @@
 //! - RTO = SRTT + max(G, 4·RTTVAR), clamped to [min, max].
 //! - §2.1: RTO = 1 s before any sample.
 //!
-//! DEVIATION (Linux): the minimum RTO is 200 ms (TCP_RTO_MIN) rather than the
-//! RFC's 1 s, and the maximum 120 s; both are configurable. Samples come from
-//! RFC 7323 timestamps on every ACK that advances the window (Linux does the same).
+//! DEVIATION (Linux `tcp_set_rto`/`tcp_rtt_estimator`): the minimum (200 ms,
+//! TCP_RTO_MIN, rather than the RFC's 1 s) bounds the variance term, so
+//! RTO = SRTT + max(4·RTTVAR, rto_min). The RFC's max(rto_min, SRTT +
+//! 4·RTTVAR) fires spuriously on long, smoothly growing RTTs (a 200 ms RTT
+//! then gets a ~210 ms RTO, shorter than a fast retransmit's round trip through
+//! a full buffer). The maximum is 120 s; both bounds are configurable. Samples
+//! come from RFC 7323 timestamps on every ACK that advances the window.
 
 #[derive(Debug, Clone)]
 pub struct RttEstimator {
@@ -60,7 +64,8 @@ impl RttEstimator {
         if !self.has_sample {
             return self.rto_initial_ns;
         }
-        (self.srtt_ns + self.granularity_ns.max(4 * self.rttvar_ns)).clamp(self.rto_min_ns, self.rto_max_ns)
+        let var = self.granularity_ns.max(4 * self.rttvar_ns).max(self.rto_min_ns);
+        (self.srtt_ns + var).min(self.rto_max_ns)
     }
 
     /// RTO after `backoff` doublings (RFC 6298 §5.5), capped at the maximum.
@@ -97,23 +102,29 @@ mod tests {
         let mut r = RttEstimator::new(200 * MS, 120_000 * MS, 1_000 * MS);
         assert_eq!(r.rto_ns(), 1_000 * MS);
         r.on_sample(100 * MS);
-        // SRTT = 100, RTTVAR = 50 -> RTO = 100 + 200 = 300 ms.
+        // SRTT = 100, RTTVAR = 50 -> RTO = 100 + max(200, 200) = 300 ms.
         assert_eq!((r.srtt_ns(), r.rto_ns()), (100 * MS, 300 * MS));
         r.on_sample(60 * MS);
         // RTTVAR = 3/4·50 + 1/4·40 = 47.5; SRTT = 7/8·100 + 1/8·60 = 95.
         assert_eq!(r.srtt_ns(), 95 * MS);
-        assert_eq!(r.rto_ns(), 95 * MS + 190 * MS);
+        assert_eq!(r.rto_ns(), 95 * MS + 200 * MS);
         assert_eq!(r.min_rtt_ns(), 60 * MS);
     }
 
     #[test]
-    fn rto_respects_the_minimum_and_backs_off_exponentially() {
+    fn rto_min_bounds_the_variance_term_and_backs_off_exponentially() {
         let mut r = RttEstimator::new(200 * MS, 120_000 * MS, 1_000 * MS);
         for _ in 0..50 {
             r.on_sample(MS);
         }
-        assert_eq!(r.rto_ns(), 200 * MS);
-        assert_eq!(r.backed_off_rto_ns(3), 1_600 * MS);
+        assert_eq!(r.rto_ns(), 201 * MS);
+        assert_eq!(r.backed_off_rto_ns(3), 1_608 * MS);
+        // A steady 200 ms RTT: Linux-style RTO is 400 ms, not the RFC's ~200 ms.
+        let mut r = RttEstimator::new(200 * MS, 120_000 * MS, 1_000 * MS);
+        for _ in 0..50 {
+            r.on_sample(200 * MS);
+        }
+        assert!(r.rto_ns() >= 400 * MS);
         assert_eq!(r.backed_off_rto_ns(40), 120_000 * MS);
     }
 }
