@@ -22,6 +22,7 @@ use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
 use crate::transport::udp::{CbrSource, DatagramSink};
 use crate::transport::{EcnSetting, TcpConfig};
 use serde_json::Value;
+use std::collections::VecDeque;
 
 /// A flow's sending side.
 #[derive(Debug, Clone)]
@@ -64,15 +65,33 @@ pub struct Flow {
     sink_timer_at: Option<u64>,
     /// Receiver's delivered bytes when warm-up ended.
     pub delivered_at_warmup: u64,
+    /// Delivered bytes at the end of the run.
+    pub delivered_at_end: u64,
+    /// Packets the receiver processed ahead of real time (see
+    /// [`Stage::SinkLine`]): (arrival time, delivered bytes before it), so
+    /// samples count only what has really arrived.
+    early: VecDeque<(u64, u64)>,
     /// Stopped being sampled (finished before the last sample).
     sampled_done: bool,
 }
 
 impl Flow {
-    pub fn delivered_bytes(&self) -> u64 {
+    /// Bytes the receiver has processed (possibly ahead of real time).
+    fn processed_bytes(&self) -> u64 {
         match &self.sink {
             Sink::Tcp(r) => r.delivered_bytes(),
             Sink::Datagram(d) => d.bytes,
+        }
+    }
+
+    /// In-order bytes delivered by real time `now_ns`.
+    pub fn delivered_bytes_at(&mut self, now_ns: u64) -> u64 {
+        while self.early.front().is_some_and(|&(t, _)| t <= now_ns) {
+            self.early.pop_front();
+        }
+        match self.early.front() {
+            Some(&(_, before)) => before,
+            None => self.processed_bytes(),
         }
     }
 }
@@ -225,6 +244,9 @@ impl World {
         info.base_rtt_ns = paths.base_rtt_ns;
         let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines);
         let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines);
+        if matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
+            self.routes.make_sink_line(fwd_route);
+        }
         let (source, sink) = match udp {
             Some((rate, size)) => (
                 Source::Cbr(CbrSource::new(id, rate, size, info.ecn.codepoint(), info.start_ns, info.stop_ns)),
@@ -256,6 +278,8 @@ impl World {
             source_timer_at: None,
             sink_timer_at: None,
             delivered_at_warmup: 0,
+            delivered_at_end: 0,
+            early: VecDeque::new(),
             sampled_done: false,
         });
         self.flow_counters.push(FlowQueueCounters::default());
@@ -292,6 +316,10 @@ impl World {
         }
         self.now_ns = self.end_ns;
         self.wall_s = wall.elapsed().as_secs_f64();
+        let end = self.end_ns;
+        for f in &mut self.flows {
+            f.delivered_at_end = f.delivered_bytes_at(end);
+        }
         progress(self.end_ns);
         self.check_invariants()
     }
@@ -357,47 +385,83 @@ impl World {
             }
             Some(Stage::Line(d)) => {
                 pkt.hop += 1;
-                let line = &mut self.lines[d as usize];
-                if !line.lossy_links.is_empty() {
-                    for i in 0..line.lossy_links.len() {
-                        let l = self.lines[d as usize].lossy_links[i] as usize;
-                        match self.links[l].apply_random(pkt, &mut self.flow_counters) {
-                            Some(p) => pkt = p,
-                            None => return,
-                        }
-                    }
-                }
+                let Some(pkt) = self.random_losses(d as usize, pkt) else { return };
                 if let Some(at) = self.lines[d as usize].push(now, pkt) {
                     self.events.schedule(at, Event::LineArrival(d));
                 }
             }
+            Some(Stage::SinkLine(d)) => {
+                pkt.hop += 1;
+                let Some(pkt) = self.random_losses(d as usize, pkt) else { return };
+                let arrival = now + self.lines[d as usize].delay_ns;
+                self.deliver_to_sink(pkt, arrival);
+            }
         }
+    }
+
+    /// Random loss and marking of rate-less links merged into line `d`.
+    #[inline]
+    fn random_losses(&mut self, d: usize, mut pkt: Packet) -> Option<Packet> {
+        for i in 0..self.lines[d].lossy_links.len() {
+            let l = self.lines[d].lossy_links[i] as usize;
+            pkt = self.links[l].apply_random(pkt, &mut self.flow_counters)?;
+        }
+        Some(pkt)
     }
 
     /// A packet reached the end of its route: hand it to its endpoint.
     fn deliver(&mut self, pkt: Packet) {
+        if matches!(pkt.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram) {
+            return self.deliver_to_sink(pkt, self.now_ns);
+        }
         let f = pkt.flow as usize;
         let now = self.now_ns;
         let mut out = std::mem::take(&mut self.scratch);
         let flow = &mut self.flows[f];
-        let to_sink = matches!(pkt.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram);
-        if to_sink {
-            match &mut flow.sink {
-                Sink::Tcp(r) => r.on_packet(now, &pkt, &mut out),
-                Sink::Datagram(d) => d.on_packet(now, &pkt),
+        if let Source::Tcp(s) = &mut flow.source {
+            s.on_packet(now, &pkt, &mut out);
+        }
+        let route = flow.fwd_route;
+        self.emit(&mut out, route);
+        self.scratch = out;
+        self.sync_source_timer(f);
+    }
+
+    /// Hand a packet to its receiver at `arrival_ns` (later than now when the
+    /// route ends in a [`Stage::SinkLine`]); replies leave at their own
+    /// departure times, which are never earlier than now.
+    #[inline]
+    fn deliver_to_sink(&mut self, pkt: Packet, arrival_ns: u64) {
+        let f = pkt.flow as usize;
+        let now = self.now_ns;
+        let mut out = std::mem::take(&mut self.scratch);
+        let flow = &mut self.flows[f];
+        if arrival_ns > now {
+            flow.delivered_bytes_at(now); // drop entries that have arrived
+            let before = flow.processed_bytes();
+            flow.early.push_back((arrival_ns, before));
+        }
+        match &mut flow.sink {
+            Sink::Tcp(r) => r.on_packet(arrival_ns, &pkt, &mut out),
+            Sink::Datagram(d) => d.on_packet(arrival_ns, &pkt),
+        }
+        let route = flow.rev_route;
+        for mut p in out.drain(..) {
+            p.route = route;
+            p.hop = 0;
+            match self.routes.stage(route, 0) {
+                Some(Stage::Line(d)) if p.enq_ns > now => {
+                    p.hop = 1;
+                    let Some(p) = self.random_losses(d as usize, p) else { continue };
+                    if let Some(at) = self.lines[d as usize].push(p.enq_ns, p) {
+                        self.events.schedule(at, Event::LineArrival(d));
+                    }
+                }
+                _ => self.forward(p),
             }
-            let route = flow.rev_route;
-            self.emit(&mut out, route);
-            self.sync_sink_timer(f);
-        } else {
-            if let Source::Tcp(s) = &mut flow.source {
-                s.on_packet(now, &pkt, &mut out);
-            }
-            let route = flow.fwd_route;
-            self.emit(&mut out, route);
-            self.sync_source_timer(f);
         }
         self.scratch = out;
+        self.sync_sink_timer(f);
     }
 
     #[inline]
@@ -529,8 +593,9 @@ impl World {
     }
 
     fn on_warmup_end(&mut self) {
+        let now = self.now_ns;
         for f in &mut self.flows {
-            f.delivered_at_warmup = f.delivered_bytes();
+            f.delivered_at_warmup = f.delivered_bytes_at(now);
         }
         for l in &mut self.links {
             if let Some(q) = &mut l.queue {
@@ -545,7 +610,7 @@ impl World {
             if f.sampled_done || t < f.info.start_ns {
                 continue;
             }
-            let delivered = f.delivered_bytes();
+            let delivered = f.delivered_bytes_at(t);
             match &f.source {
                 Source::Tcp(s) => {
                     if s.state() == SenderState::Finished {

@@ -183,7 +183,7 @@ pub fn build(mut w: World) -> Results {
         let info = &f.info;
         let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
         let active = to.saturating_sub(from);
-        let measured = f.delivered_bytes() - f.delivered_at_warmup;
+        let measured = f.delivered_at_end - f.delivered_at_warmup;
         let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated, mut sent) = (0, 0, 0, 0, None, "n/a", 0);
         if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
             retx = s.stats.retransmits;
@@ -191,7 +191,8 @@ pub fn build(mut w: World) -> Results {
             ecn_red = s.stats.ecn_reductions;
             srtt = s.srtt_ns();
             sent = s.stats.segs_sent;
-            fct = r.completed_ns().map(|c| c - info.start_ns);
+            // A receiver may run ahead of real time; a completion after the end did not happen.
+            fct = r.completed_ns().filter(|&c| c <= end).map(|c| c - info.start_ns);
             negotiated = match s.feedback() {
                 crate::transport::Feedback::None => "off",
                 crate::transport::Feedback::Classic => "classic",
@@ -228,12 +229,12 @@ pub fn build(mut w: World) -> Results {
                 "id": i, "group": info.group, "label": info.label, "cc": info.cc, "ecn": ecn_name,
                 "ecn_negotiated": negotiated, "rtt_ms": info.base_rtt_ns as f64 / 1e6,
                 "goodput_bps": if goodput.is_nan() { Value::Null } else { json!(goodput) },
-                "bytes": f.delivered_bytes(), "retransmits": retx, "rtos": rtos, "ecn_reductions": ecn_red,
+                "bytes": f.delivered_at_end, "retransmits": retx, "rtos": rtos, "ecn_reductions": ecn_red,
                 "drops": fc.drops, "marks": fc.marks, "srtt_ms": srtt as f64 / 1e6,
                 "fct_s": fct.map(ns_to_secs),
             }));
         }
-        t.push(i, info, &ecn_name, negotiated, f.delivered_bytes(), measured, goodput, retx, rtos, ecn_red, sent, fc.drops, fc.marks, srtt, fct);
+        t.push(i, info, &ecn_name, negotiated, f.delivered_at_end, measured, goodput, retx, rtos, ecn_red, sent, fc.drops, fc.marks, srtt, fct);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
@@ -264,7 +265,7 @@ pub fn build(mut w: World) -> Results {
         .iter()
         .filter(|f| f.info.from_workload)
         .filter_map(|f| match (&f.sink, f.info.size_bytes) {
-            (Sink::Tcp(r), Some(sz)) => r.completed_ns().map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
+            (Sink::Tcp(r), Some(sz)) => r.completed_ns().filter(|&c| c <= end).map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
             _ => None,
         })
         .collect();

@@ -75,7 +75,8 @@ pub struct Packet {
     pub seq: u64,
     /// Data: sender timestamp (TSval). Ack: the echoed timestamp (TSecr, RFC 7323 §3).
     pub ts_ns: u64,
-    /// Time the packet entered its current queue (for sojourn time).
+    /// Time the packet entered its current queue (for sojourn time). A packet
+    /// just emitted by an endpoint carries its departure time here.
     pub enq_ns: u64,
     /// Flow index (both directions of a flow share it).
     pub flow: u32,

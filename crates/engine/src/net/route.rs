@@ -23,6 +23,10 @@ pub enum Hop {
 pub enum Stage {
     Queue(u32),
     Line(u32),
+    /// The last line before a receiver whose replies travel a pure-delay path:
+    /// the receiver can run when the packet enters the line (its replies then
+    /// leave at the packet's arrival time), saving one event per packet.
+    SinkLine(u32),
 }
 
 /// All routes, flattened (one allocation, cache-friendly lookups).
@@ -77,6 +81,24 @@ impl Routes {
             Some(self.stages[(self.start[r] + hop as u32) as usize])
         } else {
             None
+        }
+    }
+
+    /// Turn the route's final line into a [`Stage::SinkLine`] (the caller
+    /// checked that the reply path starts with a pure delay).
+    pub fn make_sink_line(&mut self, route: u32) -> bool {
+        let r = route as usize;
+        let n = self.len[r] as usize;
+        if n == 0 {
+            return false;
+        }
+        let last = &mut self.stages[self.start[r] as usize + n - 1];
+        match *last {
+            Stage::Line(d) => {
+                *last = Stage::SinkLine(d);
+                true
+            }
+            _ => false,
         }
     }
 

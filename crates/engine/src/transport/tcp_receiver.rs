@@ -105,21 +105,26 @@ impl TcpReceiver {
     }
 
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        if self.delack_deadline_ns.is_some_and(|d| d <= now_ns) {
-            self.send_ack(out);
+        if let Some(d) = self.delack_deadline_ns.filter(|&d| d <= now_ns) {
+            self.send_ack(d, out);
         }
     }
 
+    /// Handle an arriving packet. Emitted packets carry their departure time
+    /// in `enq_ns`. The world may call this ahead of real time (the receiver
+    /// only feeds a pure-delay path), so a delayed-ACK deadline that falls
+    /// before this arrival is served first, at its own time.
     pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        self.on_timer(now_ns, out);
         match pkt.kind {
-            PacketKind::Syn => self.on_syn(pkt, out),
+            PacketKind::Syn => self.on_syn(now_ns, pkt, out),
             PacketKind::Data => self.on_data(now_ns, pkt, out),
             _ => {}
         }
     }
 
     /// Reply to a (possibly repeated) SYN, accepting ECN if asked and allowed.
-    fn on_syn(&mut self, syn: &Packet, out: &mut Vec<Packet>) {
+    fn on_syn(&mut self, now_ns: u64, syn: &Packet, out: &mut Vec<Packet>) {
         let wants_ecn = syn.has_flag(flags::ECE) && syn.has_flag(flags::CWR);
         self.feedback = match (self.accept_ecn && wants_ecn, syn.has_flag(flags::AE)) {
             (false, _) => Feedback::None,
@@ -128,6 +133,7 @@ impl TcpReceiver {
         };
         let mut p = Packet::new(PacketKind::SynAck, self.flow, SYN_BYTES);
         p.ts_ns = syn.ts_ns;
+        p.enq_ns = now_ns;
         p.flags = match self.feedback {
             Feedback::None => 0,
             // RFC 3168 §6.1.1: an ECN-setup SYN-ACK has ECE set and CWR clear.
@@ -160,7 +166,7 @@ impl TcpReceiver {
                     // RFC 8257 §3.2: acknowledge what came before with the old
                     // state, so the sender can attribute marks exactly.
                     if self.pending > 0 {
-                        self.send_ack(out);
+                        self.send_ack(now_ns, out);
                     }
                     self.ce_state = is_ce;
                 }
@@ -205,7 +211,7 @@ impl TcpReceiver {
             immediate = true; // a short (last) segment is pushed: ACK at once
         }
         if immediate || done || !self.delayed_ack || self.pending >= self.delack_count {
-            self.send_ack(out);
+            self.send_ack(now_ns, out);
         } else if self.delack_deadline_ns.is_none() {
             self.delack_deadline_ns = Some(now_ns + self.delack_timeout_ns);
         }
@@ -240,8 +246,9 @@ impl TcpReceiver {
         }
     }
 
-    fn send_ack(&mut self, out: &mut Vec<Packet>) {
+    fn send_ack(&mut self, at_ns: u64, out: &mut Vec<Packet>) {
         let mut p = Packet::new(PacketKind::Ack, self.flow, 0);
+        p.enq_ns = at_ns;
         p.seq = self.rcv_nxt;
         p.ts_ns = self.ts_recent;
         let ece = match self.feedback {

@@ -220,6 +220,7 @@ impl TcpSender {
     fn send_syn(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
         let mut syn = Packet::new(PacketKind::Syn, self.flow, SYN_BYTES);
         syn.ts_ns = now_ns;
+        syn.enq_ns = now_ns;
         // RFC 3168 §6.1.1: ECN-setup SYN has ECE and CWR; AccECN adds AE.
         syn.flags = match self.ecn.feedback() {
             Feedback::None => 0,
@@ -458,6 +459,7 @@ impl TcpSender {
         let mut p = Packet::new(PacketKind::Data, self.flow, size);
         p.seq = seq;
         p.ts_ns = now_ns;
+        p.enq_ns = now_ns;
         // RFC 3168 §6.1.5: classic retransmissions are Not-ECT. Accurate-ECN
         // (L4S) senders keep ECT so the packet stays in its queue (RFC 9331 §4.1).
         p.ecn = if retx && self.feedback == Feedback::Classic { Ecn::NotEct } else { self.data_ecn };

@@ -39,6 +39,7 @@ impl CbrSource {
             let mut p = Packet::new(PacketKind::Datagram, self.flow, self.size_bytes);
             p.seq = self.seq;
             p.ts_ns = self.next_ns;
+            p.enq_ns = now_ns;
             p.ecn = self.ecn;
             out.push(p);
             self.seq += 1;
