@@ -11,7 +11,15 @@
 //! Adding an algorithm touches its own file, one line in [`AqmKind`] /
 //! [`AnyQdisc`], and its tests.
 
+pub mod codel;
+pub mod curvy_red;
+pub mod dualpi2;
+pub mod dualq;
 pub mod fifo;
+pub mod fq_codel;
+pub mod pi2;
+pub mod pie;
+pub mod red;
 pub mod step;
 
 use crate::net::packet::{Ecn, Packet};
@@ -244,6 +252,13 @@ pub fn to_value<T: Serialize>(cfg: &T) -> serde_json::Value {
 pub enum AnyQdisc {
     Fifo(fifo::Fifo),
     Step(step::Step),
+    Codel(codel::Codel),
+    FqCodel(fq_codel::FqCodel),
+    Pie(pie::Pie),
+    Red(red::Red),
+    Pi2(pi2::Pi2),
+    DualPi2(dualpi2::DualPi2),
+    CurvyRed(curvy_red::CurvyRed),
 }
 
 macro_rules! dispatch {
@@ -251,6 +266,13 @@ macro_rules! dispatch {
         match $self {
             AnyQdisc::Fifo($q) => $e,
             AnyQdisc::Step($q) => $e,
+            AnyQdisc::Codel($q) => $e,
+            AnyQdisc::FqCodel($q) => $e,
+            AnyQdisc::Pie($q) => $e,
+            AnyQdisc::Red($q) => $e,
+            AnyQdisc::Pi2($q) => $e,
+            AnyQdisc::DualPi2($q) => $e,
+            AnyQdisc::CurvyRed($q) => $e,
         }
     };
 }
@@ -322,6 +344,14 @@ macro_rules! entry {
 pub const REGISTRY: &[AqmEntry] = &[
     entry!("fifo", "tail-drop FIFO", fifo::FifoConfig, Fifo, fifo::Fifo),
     entry!("step", "DCTCP-style instantaneous step ECN marking at threshold K", step::StepConfig, Step, step::Step),
+    entry!("codel", "CoDel, RFC 8289", codel::CodelConfig, Codel, codel::Codel),
+    entry!("fq_codel", "FQ-CoDel, RFC 8290", fq_codel::FqCodelConfig, FqCodel, fq_codel::FqCodel),
+    entry!("red", "RED (Floyd-Jacobson 1993), ns-3 semantics", red::RedConfig, Red, red::Red),
+    entry!("ared", "Adaptive RED (Floyd-Gummadi-Shenker 2001)", red::AredConfig, Red, red::Red),
+    entry!("pie", "PIE, RFC 8033", pie::PieConfig, Pie, pie::Pie),
+    entry!("pi2", "PI2 single queue (CoNEXT 2016)", pi2::Pi2Config, Pi2, pi2::Pi2),
+    entry!("dualpi2", "DualQ Coupled PI2, RFC 9332", dualpi2::DualPi2Config, DualPi2, dualpi2::DualPi2),
+    entry!("curvy_red", "DualQ Curvy RED, RFC 9332 App. B", curvy_red::CurvyRedConfig, CurvyRed, curvy_red::CurvyRed),
 ];
 
 pub fn aqm_names() -> Vec<&'static str> {
@@ -410,6 +440,32 @@ pub(crate) mod testing {
         let mut p = Packet::new(PacketKind::Data, flow, 1500);
         p.ecn = ecn;
         p
+    }
+
+    /// Drive `h` with a seeded random mix of arrivals (all ECN codepoints,
+    /// flows 0..8, sizes 64..1500 B), dequeues and due timer ticks, over
+    /// about `steps` events spaced up to 2 ms apart.
+    pub fn random_trace<Q: Qdisc>(h: &mut Harness<Q>, steps: usize) {
+        let mut r = SimRng::derive(99, Domain::Workload, 0);
+        let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
+        let mut now = 0u64;
+        for _ in 0..steps {
+            now += r.below(2_000_000);
+            match r.below(10) {
+                0..=5 => {
+                    let mut p = data(r.below(8) as u32, ecns[r.below(4) as usize]);
+                    p.size_bytes = 64 + r.below(1437) as u32;
+                    h.enqueue(now, p);
+                }
+                6..=8 => {
+                    h.dequeue(now);
+                }
+                _ => {}
+            }
+            if h.q.next_timer_ns().is_some_and(|t| t <= now) {
+                h.timer(now);
+            }
+        }
     }
 
     pub fn env(rate_bps: u64, limit_pkts: u64) -> QdiscEnv {
