@@ -22,7 +22,7 @@ use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
 use crate::transport::udp::{CbrSource, DatagramSink};
 use crate::transport::{EcnSetting, TcpConfig};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// A flow's sending side.
 #[derive(Debug, Clone)]
@@ -119,6 +119,7 @@ pub struct World {
     events: EventQueue,
     pub links: Vec<Link>,
     lines: Vec<DelayLine>,
+    line_index: BTreeMap<(u64, Vec<u32>), u32>,
     routes: Routes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
@@ -156,6 +157,7 @@ impl World {
             events: EventQueue::new(),
             links,
             lines: vec![],
+            line_index: BTreeMap::new(),
             routes: Routes::default(),
             flows: vec![],
             flow_counters: vec![],
@@ -242,8 +244,8 @@ impl World {
         let id = self.flows.len() as u32;
         let paths = self.topology.paths(attach, &mut self.links)?;
         info.base_rtt_ns = paths.base_rtt_ns;
-        let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines);
-        let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines);
+        let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
+        let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
         if matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
             self.routes.make_sink_line(fwd_route);
         }
@@ -359,10 +361,13 @@ impl World {
 
     #[inline]
     fn on_line_arrival(&mut self, d: usize) {
+        if !self.lines[d].take_event(self.now_ns) {
+            return; // superseded by an earlier head
+        }
         while let Some(p) = self.lines[d].pop_due(self.now_ns) {
             self.forward(p);
         }
-        if let Some(t) = self.lines[d].head_time() {
+        if let Some(t) = self.lines[d].rearm() {
             self.events.schedule(t, Event::LineArrival(d as u32));
         }
     }

@@ -4,11 +4,12 @@
 //! compiled once, when the flow is created, into the stages a packet visits:
 //! a *queue* stage for each link with a rate, and one *line* stage for each
 //! run of pure delay between queues (the propagation delay of the link just
-//! left plus every following rate-less link). Each route owns its delay
-//! lines, so every line is FIFO and needs at most one pending event.
+//! left plus every following rate-less link).
+//! Lines with equal delay are shared; each needs at most one pending event.
 
 use super::delay_line::DelayLine;
 use super::link::Link;
+use std::collections::BTreeMap;
 
 /// One element of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,15 +39,26 @@ pub struct Routes {
 }
 
 impl Routes {
-    /// Compile `hops` and register the route; new delay lines go to `lines`.
-    pub fn add(&mut self, hops: &[Hop], links: &[Link], lines: &mut Vec<DelayLine>) -> u32 {
+    /// Compile `hops` and register the route. Delay lines are shared by
+    /// every route with the same delay and random-loss links (`line_index`).
+    pub fn add(
+        &mut self,
+        hops: &[Hop],
+        links: &[Link],
+        lines: &mut Vec<DelayLine>,
+        line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
+    ) -> u32 {
         let start = self.stages.len() as u32;
         let mut acc_ns = 0u64;
         let mut lossy: Vec<u32> = vec![];
         let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
             if *acc > 0 || !lossy.is_empty() {
-                lines.push(DelayLine::new(*acc, std::mem::take(lossy)));
-                stages.push(Stage::Line(lines.len() as u32 - 1));
+                let key = (*acc, std::mem::take(lossy));
+                let id = *line_index.entry(key.clone()).or_insert_with(|| {
+                    lines.push(DelayLine::new(key.0, key.1));
+                    lines.len() as u32 - 1
+                });
+                stages.push(Stage::Line(id));
             }
             *acc = 0;
         };

@@ -87,9 +87,79 @@ impl Entry {
 /// keeps siblings in one cache line (4 × 16 bytes).
 const ARITY: usize = 4;
 
+/// A 4-ary min-heap of entries.
+#[derive(Debug, Default)]
+struct Heap {
+    v: Vec<Entry>,
+}
+
+impl Heap {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        let mut i = self.v.len();
+        self.v.push(e);
+        let k = e.key();
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if self.v[parent].key() <= k {
+                break;
+            }
+            self.v[i] = self.v[parent];
+            i = parent;
+        }
+        self.v[i] = e;
+    }
+
+    #[inline]
+    fn top_key(&self) -> Option<u128> {
+        self.v.first().map(Entry::key)
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        let top = *self.v.first()?;
+        let last = self.v.pop().expect("non-empty");
+        let n = self.v.len();
+        if n > 0 {
+            // Sift the last element down from the root with a hole.
+            let k = last.key();
+            let mut i = 0;
+            loop {
+                let first = i * ARITY + 1;
+                if first >= n {
+                    break;
+                }
+                let end = (first + ARITY).min(n);
+                let mut best = first;
+                let mut best_key = self.v[first].key();
+                for c in first + 1..end {
+                    let ck = self.v[c].key();
+                    if ck < best_key {
+                        best = c;
+                        best_key = ck;
+                    }
+                }
+                if best_key >= k {
+                    break;
+                }
+                self.v[i] = self.v[best];
+                i = best;
+            }
+            self.v[i] = last;
+        }
+        Some(top)
+    }
+}
+
+/// Two heaps under one sequence counter: packet events (transmissions,
+/// delay-line heads: few, near-future, popped constantly) and timers (one
+/// per flow, mostly far away, popped rarely). Popping compares the two tops,
+/// so the order is exactly that of a single heap, while the hot heap stays
+/// small.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: Vec<Entry>,
+    packets: Heap,
+    timers: Heap,
     next_seq: u32,
     popped: u64,
 }
@@ -103,61 +173,34 @@ impl EventQueue {
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
         let e = Entry { time_ns, rest: ((self.next_seq as u64) << 32) | event.encode() as u64 };
         self.next_seq = self.next_seq.wrapping_add(1);
-        // Sift up with a hole.
-        let mut i = self.heap.len();
-        self.heap.push(e);
-        let k = e.key();
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            if self.heap[parent].key() <= k {
-                break;
-            }
-            self.heap[i] = self.heap[parent];
-            i = parent;
+        match event {
+            Event::LinkTxDone(_) | Event::LineArrival(_) => self.packets.push(e),
+            _ => self.timers.push(e),
         }
-        self.heap[i] = e;
     }
 
     /// The earliest event, or None when nothing is pending.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let top = *self.heap.first()?;
-        let last = self.heap.pop().expect("non-empty");
-        let n = self.heap.len();
-        if n > 0 {
-            // Sift the last element down from the root with a hole.
-            let k = last.key();
-            let mut i = 0;
-            loop {
-                let first = i * ARITY + 1;
-                if first >= n {
-                    break;
-                }
-                let end = (first + ARITY).min(n);
-                let mut best = first;
-                let mut best_key = self.heap[first].key();
-                for c in first + 1..end {
-                    let ck = self.heap[c].key();
-                    if ck < best_key {
-                        best = c;
-                        best_key = ck;
-                    }
-                }
-                if best_key >= k {
-                    break;
-                }
-                self.heap[i] = self.heap[best];
-                i = best;
-            }
-            self.heap[i] = last;
-        }
+        let from_timers = match (self.packets.top_key(), self.timers.top_key()) {
+            (None, None) => return None,
+            (Some(_), None) => false,
+            (None, Some(_)) => true,
+            (Some(p), Some(t)) => t < p,
+        };
+        let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
         self.popped += 1;
-        Some((top.time_ns, Event::decode(top.rest as u32)))
+        Some((e.time_ns, Event::decode(e.rest as u32)))
     }
 
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
-        self.heap.first().map(|e| e.time_ns)
+        let a = self.packets.v.first().map(|e| e.time_ns);
+        let b = self.timers.v.first().map(|e| e.time_ns);
+        match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
     }
 
     /// Events executed so far (the benchmark's "events").
@@ -166,11 +209,11 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.packets.v.len() + self.timers.v.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 
@@ -210,13 +253,16 @@ mod tests {
         for round in 0..20_000 {
             if rng.below(3) > 0 || q.is_empty() {
                 let t = now + rng.below(1000);
-                q.schedule(t, Event::LineArrival(seq as u32));
+                // Mix both internal heaps.
+                let ev = if seq % 3 == 0 { Event::SenderTimer(seq as u32) } else { Event::LineArrival(seq as u32) };
+                q.schedule(t, ev);
                 reference.push((t, seq));
                 seq += 1;
             } else {
                 reference.sort();
                 let (t, s) = reference.remove(0);
-                assert_eq!(q.pop(), Some((t, Event::LineArrival(s as u32))), "round {round}");
+                let ev = if s % 3 == 0 { Event::SenderTimer(s as u32) } else { Event::LineArrival(s as u32) };
+                assert_eq!(q.pop(), Some((t, ev)), "round {round}");
                 now = t;
             }
         }
