@@ -298,11 +298,7 @@ impl World {
     pub fn run(&mut self, mut progress: impl FnMut(u64) -> bool) -> Result<(), String> {
         let wall = std::time::Instant::now();
         let mut since_progress = 0u64;
-        while let Some(t) = self.events.peek_time() {
-            if t > self.end_ns {
-                break;
-            }
-            let (t, ev) = self.events.pop().expect("peeked");
+        while let Some((t, ev)) = self.events.pop_until(self.end_ns) {
             if t < self.now_ns {
                 return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
             }
@@ -405,8 +401,16 @@ impl World {
     }
 
     /// Random loss and marking of rate-less links merged into line `d`.
-    #[inline]
-    fn random_losses(&mut self, d: usize, mut pkt: Packet) -> Option<Packet> {
+    #[inline(always)]
+    fn random_losses(&mut self, d: usize, pkt: Packet) -> Option<Packet> {
+        if self.lines[d].lossy_links.is_empty() {
+            return Some(pkt);
+        }
+        self.random_losses_slow(d, pkt)
+    }
+
+    #[inline(never)]
+    fn random_losses_slow(&mut self, d: usize, mut pkt: Packet) -> Option<Packet> {
         for i in 0..self.lines[d].lossy_links.len() {
             let l = self.lines[d].lossy_links[i] as usize;
             pkt = self.links[l].apply_random(pkt, &mut self.flow_counters)?;

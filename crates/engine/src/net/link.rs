@@ -28,6 +28,9 @@ pub struct QueueSlot {
     in_tx: Option<Packet>,
     /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
     tx_carry: u64,
+    /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
+    /// saves a division per packet when sizes repeat.
+    tx_cache: (u32, u64, u64, u64),
     pub busy_ns: u64,
     pub busy_ns_at_warmup: u64,
     /// Data-direction packets sent (the benchmark's "bottleneck packets").
@@ -74,6 +77,7 @@ impl Link {
             counters_at_warmup: Default::default(),
             in_tx: None,
             tx_carry: 0,
+            tx_cache: (0, 0, 0, 0),
             busy_ns: 0,
             busy_ns_at_warmup: 0,
             data_departed: 0,
@@ -159,12 +163,30 @@ impl QueueSlot {
                 self.samples.push((now_ns, pkt.subq, pkt.flow, sojourn));
             }
         }
-        let num = pkt.size_bytes as u64 * 8 * NS_PER_SEC + self.tx_carry;
-        let tx_ns = num / rate_bps;
-        self.tx_carry = num % rate_bps;
+        let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
         self.busy_ns += tx_ns;
         self.in_tx = Some(pkt);
         Some(now_ns + tx_ns)
+    }
+
+    /// Serialisation time with the remainder carried, so the long-run rate is
+    /// exact: floor((bits·1e9 + carry) / rate).
+    #[inline]
+    fn tx_time(&mut self, size: u32, rate_bps: u64) -> u64 {
+        if self.tx_cache.0 != size || self.tx_cache.1 != rate_bps {
+            let num = size as u64 * 8 * NS_PER_SEC;
+            self.tx_cache = (size, rate_bps, num / rate_bps, num % rate_bps);
+        }
+        let (_, _, q, r) = self.tx_cache;
+        // r + carry < 2·rate, so one conditional subtraction replaces the division.
+        let rem = r + self.tx_carry;
+        if rem >= rate_bps {
+            self.tx_carry = rem - rate_bps;
+            q + 1
+        } else {
+            self.tx_carry = rem;
+            q
+        }
     }
 
     /// The packet whose transmission just ended.

@@ -77,9 +77,11 @@ struct Entry {
 }
 
 impl Entry {
+    /// (time, seq, event): the event code below the unique sequence number
+    /// never decides an order (except across a sequence wrap, deterministically).
     #[inline]
     fn key(&self) -> u128 {
-        ((self.time_ns as u128) << 64) | (self.rest >> 32) as u128
+        ((self.time_ns as u128) << 64) | self.rest as u128
     }
 }
 
@@ -187,6 +189,35 @@ impl EventQueue {
             (Some(_), None) => false,
             (None, Some(_)) => true,
             (Some(p), Some(t)) => t < p,
+        };
+        let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
+        self.popped += 1;
+        Some((e.time_ns, Event::decode(e.rest as u32)))
+    }
+
+    /// The earliest event if it is due no later than `limit_ns`.
+    #[inline]
+    pub fn pop_until(&mut self, limit_ns: u64) -> Option<(u64, Event)> {
+        let from_timers = match (self.packets.top_key(), self.timers.top_key()) {
+            (None, None) => return None,
+            (Some(p), None) => {
+                if (p >> 64) as u64 > limit_ns {
+                    return None;
+                }
+                false
+            }
+            (None, Some(t)) => {
+                if (t >> 64) as u64 > limit_ns {
+                    return None;
+                }
+                true
+            }
+            (Some(p), Some(t)) => {
+                if (p.min(t) >> 64) as u64 > limit_ns {
+                    return None;
+                }
+                t < p
+            }
         };
         let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
         self.popped += 1;
