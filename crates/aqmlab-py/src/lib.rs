@@ -90,7 +90,7 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
         Ok(Ok(r)) => r,
     };
     let out = PyDict::new(py);
-    out.set_item("summary", results.summary.to_string())?;
+    out.set_item("summary", &results.summary_json)?;
     let tables = PyDict::new(py);
     for t in &results.tables {
         let cols = PyDict::new(py);

@@ -9,5 +9,5 @@ fn main() {
     for i in (0..ts.len()).step_by(every) {
         println!("{:8.3} f{} cwnd {:5} ssth {:10} inflight {:5} retx {:6} srtt {:.2}ms", ts[i]/1e9, f[i], cw[i], ss[i], fl[i], rt[i], sr[i]/1e6);
     }
-    println!("{}", serde_json::to_string_pretty(&r.summary["flows"]).unwrap());
+    println!("{}", serde_json::to_string_pretty(&r.summary()["flows"]).unwrap());
 }

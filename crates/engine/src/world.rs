@@ -23,6 +23,7 @@ use crate::transport::udp::{CbrSource, DatagramSink};
 use crate::transport::{EcnSetting, TcpConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// A flow's sending side.
 #[derive(Debug, Clone)]
@@ -43,8 +44,9 @@ pub enum Sink {
 pub struct FlowInfo {
     /// Index of the `[[flows]]` group, or `flows.len() + w` for workload `w`.
     pub group: u32,
-    pub label: String,
-    pub cc: String,
+    /// Shared by every flow of the group (no allocation per flow).
+    pub label: Arc<str>,
+    pub cc: Arc<str>,
     pub ecn: EcnSetting,
     pub base_rtt_ns: u64,
     pub start_ns: u64,
@@ -104,11 +106,11 @@ struct WorkloadGen {
     mean_gap_ns: f64,
     stop_ns: u64,
     size: SizeDist,
-    cc: String,
     params: Value,
     ecn: EcnSetting,
     attach: Attach,
-    label: String,
+    label: Arc<str>,
+    cc_name: Arc<str>,
 }
 
 pub struct World {
@@ -176,6 +178,8 @@ impl World {
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
             let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
+            let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
+            let cc_name: Arc<str> = g.cc.as_str().into();
             for _ in 0..g.count {
                 let id = w.flows.len() as u64;
                 let jitter = if g.start_jitter_ns > 0 {
@@ -185,8 +189,8 @@ impl World {
                 };
                 let info = FlowInfo {
                     group: gi as u32,
-                    label: g.label.clone().unwrap_or_else(|| g.cc.clone()),
-                    cc: g.cc.clone(),
+                    label: label.clone(),
+                    cc: cc_name.clone(),
                     ecn,
                     base_rtt_ns: 0,
                     start_ns: g.start_ns + jitter,
@@ -206,11 +210,11 @@ impl World {
                 mean_gap_ns: 1e9 / wl.rate,
                 stop_ns: wl.stop_ns.unwrap_or(s.duration_ns),
                 size: wl.size.clone(),
-                cc: wl.cc.clone(),
                 params: wl.params.clone(),
                 ecn,
                 attach: attach_of(wl.rtt_ns, &wl.src, &wl.dst),
-                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)),
+                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)).into(),
+                cc_name: wl.cc.as_str().into(),
             };
             w.workloads.push(gen);
             let first = wl.start_ns + w.next_gap(wi);
@@ -255,7 +259,7 @@ impl World {
                 Sink::Datagram(DatagramSink::default()),
             ),
             None => {
-                let entry = cc::lookup(&info.cc).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
+                let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
                 let (controller, _) = (entry.build)(params)?;
                 let spec = SenderSpec {
                     flow: id,
@@ -584,7 +588,7 @@ impl World {
         let info = FlowInfo {
             group: (self.scenario.flows.len() + g.index) as u32,
             label: g.label.clone(),
-            cc: g.cc.clone(),
+            cc: g.cc_name.clone(),
             ecn: g.ecn,
             base_rtt_ns: 0,
             start_ns: now,
@@ -748,3 +752,4 @@ pub fn run_json(json: &str, progress: impl FnMut(u64) -> bool) -> Result<Results
     w.run(progress)?;
     Ok(w.into_results())
 }
+

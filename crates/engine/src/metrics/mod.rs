@@ -67,14 +67,19 @@ impl Table {
     }
 }
 
-/// What a run returns: tables plus the summary document.
+/// What a run returns: tables plus the summary document (JSON text).
 #[derive(Debug, Clone)]
 pub struct Results {
     pub tables: Vec<Table>,
-    pub summary: serde_json::Value,
+    pub summary_json: String,
 }
 
 impl Results {
+    /// The summary parsed into a JSON value.
+    pub fn summary(&self) -> serde_json::Value {
+        serde_json::from_str(&self.summary_json).expect("the engine writes valid JSON")
+    }
+
     pub fn table(&self, name: &str) -> &Table {
         self.tables.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no table {name}"))
     }

@@ -20,22 +20,14 @@ pub const RETRANS: u8 = 0x04;
 /// The segment was retransmitted at least once.
 pub const EVER_RETRANS: u8 = 0x08;
 
-/// Per-segment sender state, including what delivery-rate sampling needs
-/// (draft-cheng-iccrg-delivery-rate-estimation §3.2).
+/// Per-segment sender state: 16 bytes, so a window of segments costs little
+/// (a controller that needs delivery-rate samples keeps its own per-packet
+/// records; RFC 6675 needs only these flags).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SegState {
     /// Last transmission time.
     pub tx_ns: u64,
-    /// Sender's delivered count when this segment was (re)sent.
-    pub delivered_at_tx: u64,
-    /// Time the delivered count last changed, as of sending.
-    pub delivered_ns_at_tx: u64,
-    /// Send time of the first segment of the sampling interval, as of sending.
-    pub first_tx_ns_at_tx: u64,
-    /// Segments in flight just after sending (BBRv2 "tx_in_flight").
-    pub tx_in_flight: u32,
     pub flags: u8,
-    pub app_limited: bool,
 }
 
 #[derive(Debug, Clone, Default)]

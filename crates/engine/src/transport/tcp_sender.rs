@@ -95,7 +95,6 @@ pub struct TcpSender {
     cwnd_limited: bool,
     // Delivery accounting (for rate samples and invariants).
     delivered: u64,
-    delivered_ns: u64,
     pub stats: SenderStats,
 }
 
@@ -135,7 +134,6 @@ impl TcpSender {
             pace_blocked: false,
             cwnd_limited: true,
             delivered: 0,
-            delivered_ns: 0,
             stats: SenderStats::default(),
         }
     }
@@ -249,7 +247,6 @@ impl TcpSender {
         self.rto_deadline_ns = None;
         self.state = SenderState::Established;
         self.stats.established_ns = Some(now_ns);
-        self.delivered_ns = now_ns;
         self.cc.on_established(now_ns, self.rtt.srtt_ns());
         self.try_send(now_ns, out);
     }
@@ -293,7 +290,6 @@ impl TcpSender {
         }
         if delivered > 0 {
             self.delivered += delivered as u64;
-            self.delivered_ns = now_ns;
         }
 
         // ECN feedback.
@@ -469,15 +465,7 @@ impl TcpSender {
             p.flags |= flags::CWR;
             self.cwr_pending = false;
         }
-        let st = SegState {
-            tx_ns: now_ns,
-            delivered_at_tx: self.delivered,
-            delivered_ns_at_tx: self.delivered_ns,
-            first_tx_ns_at_tx: now_ns,
-            tx_in_flight: self.sb.pipe() + 1,
-            flags: 0,
-            app_limited: false,
-        };
+        let st = SegState { tx_ns: now_ns, flags: 0 };
         if retx {
             self.sb.mark_retransmitted(seq, st);
             self.stats.retransmits += 1;

@@ -13,16 +13,16 @@ pub fn run(scenario: Value) -> Results {
 }
 
 /// The summary entry of flow `i`.
-pub fn flow(r: &Results, i: usize) -> &Value {
-    &r.summary["flows"][i]
+pub fn flow(r: &Results, i: usize) -> Value {
+    r.summary()["flows"][i].clone()
 }
 
 pub fn goodput(r: &Results, i: usize) -> f64 {
     flow(r, i)["goodput_bps"].as_f64().expect("goodput")
 }
 
-pub fn queue<'a>(r: &'a Results, name: &str) -> &'a Value {
-    r.summary["queues"].as_array().unwrap().iter().find(|q| q["name"] == name).expect("queue")
+pub fn queue(r: &Results, name: &str) -> Value {
+    r.summary()["queues"].as_array().unwrap().iter().find(|q| q["name"] == name).expect("queue").clone()
 }
 
 /// Time-weighted values of a flow's column from flow_ts after `from_ns`.
