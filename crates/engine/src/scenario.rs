@@ -66,6 +66,25 @@ pub struct Scenario {
     pub tcp: TcpConfig,
     #[serde(default)]
     pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+/// How the engine runs (never what it simulates).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Exact shortcuts that save events (docs/performance.md): a receiver
+    /// whose replies travel a pure-delay path runs when a packet enters its
+    /// last delay, and a source folds its pure-delay first hop into its clock.
+    /// Off gives the textbook event schedule; results agree (tests check it).
+    pub lookahead: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { lookahead: true }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

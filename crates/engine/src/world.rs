@@ -12,7 +12,7 @@ use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
 use crate::net::packet::{Packet, PacketKind};
-use crate::net::route::{Routes, Stage};
+use crate::net::route::{Hop, Routes, Stage};
 use crate::net::topology::{Attach, QueueOptions, Topology};
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};
 use crate::sim::rng::{Domain, SimRng};
@@ -73,6 +73,12 @@ pub struct Flow {
     /// [`Stage::SinkLine`]): (arrival time, delivered bytes before it), so
     /// samples count only what has really arrived.
     early: VecDeque<(u64, u64)>,
+    /// The source runs this far behind real time: its pure-delay first hop
+    /// is folded into its clock (see `add_flow`).
+    clock_offset_ns: u64,
+    /// Samples (real time, delivered bytes) whose source-side values are
+    /// taken once the lagging source's clock reaches them.
+    pending_samples: Vec<(u64, u64)>,
     /// Stopped being sampled (finished before the last sample).
     sampled_done: bool,
 }
@@ -129,6 +135,9 @@ pub struct World {
     workloads: Vec<WorkloadGen>,
     scratch: Vec<Packet>,
     tcp: TcpConfig,
+    lookahead: bool,
+    /// After the end: lagging sources finish their last moments (see `catch_up_sources`).
+    catching_up: bool,
     scenario: Scenario,
     sample_interval_ns: u64,
     timeseries: bool,
@@ -167,6 +176,8 @@ impl World {
             workloads: vec![],
             scratch: Vec::with_capacity(64),
             tcp: s.tcp.clone(),
+            lookahead: s.engine.lookahead,
+            catching_up: false,
             scenario: s.clone(),
             sample_interval_ns: s.metrics.interval_ns,
             timeseries: s.metrics.timeseries,
@@ -246,11 +257,24 @@ impl World {
     /// Create a flow (at build time or when a workload spawns one).
     fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, udp: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
-        let paths = self.topology.paths(attach, &mut self.links)?;
+        let mut paths = self.topology.paths(attach, &mut self.links)?;
         info.base_rtt_ns = paths.base_rtt_ns;
+        // The source's clock lags real time by its pure-delay first hop, which
+        // then disappears from the forward path and reappears at the end of the
+        // reverse path: the source sees exactly the same packets at the same
+        // (local) times, and its packets reach the first queue when they should,
+        // with no delay-line event per packet. See docs/performance.md.
+        let (lead, rest) = split_leading_delay(&paths.fwd, &self.links);
+        let clock_offset_ns = if lead > 0 && self.lookahead {
+            paths.fwd = rest;
+            paths.rev.push(Hop::Delay(lead));
+            lead
+        } else {
+            0
+        };
         let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
         let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
-        if matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
+        if self.lookahead && matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
             self.routes.make_sink_line(fwd_route);
         }
         let (source, sink) = match udp {
@@ -286,6 +310,8 @@ impl World {
             delivered_at_warmup: 0,
             delivered_at_end: 0,
             early: VecDeque::new(),
+            clock_offset_ns,
+            pending_samples: vec![],
             sampled_done: false,
         });
         self.flow_counters.push(FlowQueueCounters::default());
@@ -316,14 +342,66 @@ impl World {
                 }
             }
         }
-        self.now_ns = self.end_ns;
-        self.wall_s = wall.elapsed().as_secs_f64();
         let end = self.end_ns;
+        self.now_ns = end;
         for f in &mut self.flows {
             f.delivered_at_end = f.delivered_bytes_at(end);
         }
+        self.catch_up_sources()?;
+        self.now_ns = end;
+        self.wall_s = wall.elapsed().as_secs_f64();
+        // Samples still owed fall after a source's last event: its state is final.
+        for i in 0..self.flows.len() {
+            self.flush_source_samples(i, u64::MAX);
+        }
+        self.flow_ts.sort_by_time();
         progress(self.end_ns);
         self.check_invariants()
+    }
+
+    /// Sources whose clock lags real time have not yet lived their last
+    /// `clock_offset_ns`: run only their events (ACK arrivals, timers) up to
+    /// local time `end`. Whatever they send now would reach the network after
+    /// the end, so it is discarded, exactly as the textbook schedule would
+    /// leave it unsimulated in its first delay line.
+    fn catch_up_sources(&mut self) -> Result<(), String> {
+        let end = self.end_ns;
+        let horizon = end + self.flows.iter().map(|f| f.clock_offset_ns).max().unwrap_or(0);
+        if horizon == end {
+            return Ok(());
+        }
+        self.catching_up = true;
+        while let Some((t, ev)) = self.events.pop_until(horizon) {
+            if t < self.now_ns {
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
+            }
+            self.now_ns = t;
+            match ev {
+                Event::SenderTimer(f) if t - self.flows[f as usize].clock_offset_ns <= end => self.on_source_timer(f as usize),
+                Event::LineArrival(d) => {
+                    let d = d as usize;
+                    if !self.lines[d].take_event(t) {
+                        continue;
+                    }
+                    while let Some(p) = self.lines[d].pop_due(t) {
+                        let to_source = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck);
+                        let f = p.flow as usize;
+                        if to_source
+                            && self.routes.stage(p.route, p.hop).is_none()
+                            && t - self.flows[f].clock_offset_ns <= end
+                        {
+                            self.deliver(p);
+                        }
+                    }
+                    if let Some(next) = self.lines[d].rearm() {
+                        self.events.schedule(next, Event::LineArrival(d as u32));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.catching_up = false;
+        Ok(())
     }
 
     #[inline]
@@ -375,6 +453,9 @@ impl World {
     /// Move a packet to the next stage of its route, or deliver it.
     #[inline]
     fn forward(&mut self, mut pkt: Packet) {
+        if self.catching_up {
+            return; // sent after the end of the run
+        }
         let now = self.now_ns;
         match self.routes.stage(pkt.route, pkt.hop) {
             None => self.deliver(pkt),
@@ -428,11 +509,12 @@ impl World {
             return self.deliver_to_sink(pkt, self.now_ns);
         }
         let f = pkt.flow as usize;
-        let now = self.now_ns;
+        let local = self.now_ns - self.flows[f].clock_offset_ns;
+        self.flush_source_samples(f, local);
         let mut out = std::mem::take(&mut self.scratch);
         let flow = &mut self.flows[f];
         if let Source::Tcp(s) = &mut flow.source {
-            s.on_packet(now, &pkt, &mut out);
+            s.on_packet(local, &pkt, &mut out);
         }
         let route = flow.fwd_route;
         self.emit(&mut out, route);
@@ -492,10 +574,12 @@ impl World {
             return; // superseded
         }
         self.flows[f].source_timer_at = None;
+        let local = now - self.flows[f].clock_offset_ns;
+        self.flush_source_samples(f, local);
         let mut out = std::mem::take(&mut self.scratch);
         match &mut self.flows[f].source {
-            Source::Tcp(s) => s.on_timer(now, &mut out),
-            Source::Cbr(c) => c.on_timer(now, &mut out),
+            Source::Tcp(s) => s.on_timer(local, &mut out),
+            Source::Cbr(c) => c.on_timer(local, &mut out),
         }
         let route = self.flows[f].fwd_route;
         self.emit(&mut out, route);
@@ -527,7 +611,7 @@ impl World {
             Source::Tcp(s) => s.next_wakeup_ns(),
             Source::Cbr(c) => c.next_wakeup_ns(),
         };
-        if let Some(w) = want {
+        if let Some(w) = want.map(|local| local + flow.clock_offset_ns) {
             let w = w.max(self.now_ns);
             if flow.source_timer_at.is_none_or(|t| w < t) {
                 flow.source_timer_at = Some(w);
@@ -619,27 +703,16 @@ impl World {
 
     fn on_sample(&mut self) {
         let t = self.now_ns;
-        for (i, f) in self.flows.iter_mut().enumerate() {
+        for i in 0..self.flows.len() {
+            let f = &mut self.flows[i];
             if f.sampled_done || t < f.info.start_ns {
                 continue;
             }
             let delivered = f.delivered_bytes_at(t);
-            match &f.source {
-                Source::Tcp(s) => {
-                    if s.state() == SenderState::Finished {
-                        f.sampled_done = true;
-                    }
-                    self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits);
-                    let names = s.cc.probe_names();
-                    if !names.is_empty() && !f.info.from_workload {
-                        let mut vals = [0.0; 8];
-                        s.cc.probe(&mut vals[..names.len()]);
-                        for (k, n) in names.iter().enumerate() {
-                            self.probes.push(t, &format!("flow{i}"), n, vals[k]);
-                        }
-                    }
-                }
-                Source::Cbr(_) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0),
+            if f.clock_offset_ns == 0 {
+                self.sample_source(i, t, delivered);
+            } else {
+                f.pending_samples.push((t, delivered));
             }
         }
         for l in &self.links {
@@ -673,6 +746,46 @@ impl World {
         if next <= self.end_ns {
             self.events.schedule(next, Event::Sample);
         }
+    }
+
+    /// Record the source-side columns of a sample at real time `t`.
+    fn sample_source(&mut self, i: usize, t: u64, delivered: u64) {
+        let f = &mut self.flows[i];
+        match &f.source {
+            Source::Tcp(s) => {
+                if s.state() == SenderState::Finished {
+                    f.sampled_done = true;
+                }
+                self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits);
+                let names = s.cc.probe_names();
+                if !names.is_empty() && !f.info.from_workload {
+                    let mut vals = [0.0; 8];
+                    s.cc.probe(&mut vals[..names.len()]);
+                    for (k, n) in names.iter().enumerate() {
+                        self.probes.push(t, &format!("flow{i}"), n, vals[k]);
+                    }
+                }
+            }
+            Source::Cbr(_) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0),
+        }
+    }
+
+    /// Take the samples a lagging source owes, before it handles an event at
+    /// `local_ns`: its state has not changed since its previous event.
+    #[inline]
+    fn flush_source_samples(&mut self, f: usize, local_ns: u64) {
+        if self.flows[f].pending_samples.first().is_none_or(|&(t, _)| t >= local_ns) {
+            return;
+        }
+        let pending = std::mem::take(&mut self.flows[f].pending_samples);
+        let (due, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(t, _)| t < local_ns);
+        for (t, delivered) in due {
+            if self.flows[f].sampled_done {
+                return; // finished: later samples are dropped, as when sampled on time
+            }
+            self.sample_source(f, t, delivered);
+        }
+        self.flows[f].pending_samples = later;
     }
 
     /// End-of-run checks: a violation is an error with context, never silent.
@@ -736,6 +849,27 @@ impl World {
     pub(crate) fn take_series(&mut self) -> (FlowSeries, QueueSeries, ProbeSeries) {
         (std::mem::take(&mut self.flow_ts), std::mem::take(&mut self.queue_ts), std::mem::take(&mut self.probes))
     }
+}
+
+/// The pure delay at the start of a path (before its first queue or lossy
+/// link), and the path without it.
+fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
+    let mut lead = 0;
+    let mut i = 0;
+    while i < hops.len() {
+        match hops[i] {
+            Hop::Delay(d) => lead += d,
+            Hop::Link(l) => {
+                let link = &links[l as usize];
+                if link.queue.is_some() || link.loss > 0.0 || link.mark > 0.0 {
+                    break;
+                }
+                lead += link.delay_ns;
+            }
+        }
+        i += 1;
+    }
+    (lead, hops[i..].to_vec())
 }
 
 fn attach_of(rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {

@@ -28,6 +28,26 @@ impl FlowSeries {
         self.retransmits.push(retx);
     }
 
+    /// Order rows by (time, flow): lagging sources deliver their rows late.
+    pub fn sort_by_time(&mut self) {
+        let mut idx: Vec<usize> = (0..self.t_ns.len()).collect();
+        if idx.windows(2).all(|w| (self.t_ns[w[0]], self.flow[w[0]]) <= (self.t_ns[w[1]], self.flow[w[1]])) {
+            return;
+        }
+        idx.sort_by_key(|&i| (self.t_ns[i], self.flow[i]));
+        fn permute<T: Copy>(v: &mut Vec<T>, idx: &[usize]) {
+            *v = idx.iter().map(|&i| v[i]).collect();
+        }
+        permute(&mut self.t_ns, &idx);
+        permute(&mut self.flow, &idx);
+        permute(&mut self.delivered_bytes, &idx);
+        permute(&mut self.cwnd_segs, &idx);
+        permute(&mut self.ssthresh_segs, &idx);
+        permute(&mut self.srtt_ns, &idx);
+        permute(&mut self.in_flight_segs, &idx);
+        permute(&mut self.retransmits, &idx);
+    }
+
     pub fn into_table(self) -> Table {
         Table::new("flow_ts")
             .col("t_ns", Column::U64(self.t_ns))
@@ -83,7 +103,20 @@ impl ProbeSeries {
         self.probe.push(probe.to_string());
         self.value.push(value);
     }
-    pub fn into_table(self, name: &str) -> Table {
+    /// Order rows by (time, owner, probe), whatever order they were recorded in.
+    pub fn sort(&mut self) {
+        let mut idx: Vec<usize> = (0..self.t_ns.len()).collect();
+        idx.sort_by(|&a, &b| {
+            (self.t_ns[a], &self.owner[a], &self.probe[a]).cmp(&(self.t_ns[b], &self.owner[b], &self.probe[b]))
+        });
+        self.t_ns = idx.iter().map(|&i| self.t_ns[i]).collect();
+        self.owner = idx.iter().map(|&i| std::mem::take(&mut self.owner[i])).collect();
+        self.probe = idx.iter().map(|&i| std::mem::take(&mut self.probe[i])).collect();
+        self.value = idx.iter().map(|&i| self.value[i]).collect();
+    }
+
+    pub fn into_table(mut self, name: &str) -> Table {
+        self.sort();
         Table::new(name)
             .col("t_ns", Column::U64(self.t_ns))
             .col("owner", Column::Str(self.owner))
