@@ -15,6 +15,7 @@
 //! per-ACK counter, computes ssthresh from cwnd rather than FlightSize, and
 //! uses min_rtt rather than srtt for the "+RTT" look-ahead; aqmlab follows the RFC.
 
+use super::hystart::HyStartPp;
 use super::reno::check_beta;
 use super::{slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind, INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS};
 use crate::sim::ns_to_secs;
@@ -33,6 +34,8 @@ pub struct CubicConfig {
     pub fast_convergence: bool,
     /// Reno-friendly region (RFC 9438 §4.3).
     pub reno_friendly: bool,
+    /// HyStart++ slow start (RFC 9406), as RFC 9438 §4.10 recommends.
+    pub hystart: bool,
     /// Initial window in segments.
     pub initial_window: u32,
 }
@@ -50,6 +53,8 @@ impl Default for CubicConfig {
             fast_convergence: true,
             // RFC 9438 §4.3 (Linux tcp_friendliness = 1).
             reno_friendly: true,
+            // RFC 9438 §4.10 recommends HyStart++; Linux (hystart = 1) and ns-3 enable a HyStart by default.
+            hystart: true,
             // RFC 6928.
             initial_window: INITIAL_WINDOW_SEGS,
         }
@@ -74,6 +79,7 @@ pub struct Cubic {
     w_est: f64,
     /// cwnd just before the last reduction.
     cwnd_prior: f64,
+    hystart: Option<HyStartPp>,
 }
 
 impl Cubic {
@@ -89,6 +95,7 @@ impl Cubic {
             return Err("initial_window: must be at least 1 segment".into());
         }
         let iw = cfg.initial_window as f64;
+        let hystart = cfg.hystart.then(HyStartPp::new);
         Ok(Cubic {
             cfg,
             cwnd: iw,
@@ -99,6 +106,7 @@ impl Cubic {
             origin: 0.0,
             w_est: iw,
             cwnd_prior: iw,
+            hystart,
         })
     }
 
@@ -182,6 +190,14 @@ impl CongestionControl for Cubic {
         }
         let mut acked = ev.acked_segs;
         if (self.cwnd as u32) < self.ssthresh {
+            if let Some(h) = &mut self.hystart {
+                let g = h.on_ack(ev, acked);
+                self.cwnd = (self.cwnd + g.segs as f64).min(self.ssthresh as f64);
+                if g.exit {
+                    self.ssthresh = self.cwnd as u32;
+                }
+                return;
+            }
             let mut w = self.cwnd as u32;
             acked = slow_start(&mut w, self.ssthresh, acked);
             self.cwnd = w as f64 + self.cwnd.fract();
@@ -199,6 +215,9 @@ impl CongestionControl for Cubic {
         };
         self.reduce(beta, ev.in_flight_segs);
         self.cwnd = self.ssthresh as f64;
+        if let Some(h) = &mut self.hystart {
+            h.on_congestion();
+        }
     }
 
     fn on_rto(&mut self, _now_ns: u64, in_flight: u32, already_reduced: bool) {
@@ -207,6 +226,9 @@ impl CongestionControl for Cubic {
             self.reduce(self.cfg.beta, in_flight);
         }
         self.epoch_start_ns = None;
+        if let Some(h) = &mut self.hystart {
+            h.on_rto();
+        }
         self.cwnd = LOSS_WINDOW_SEGS as f64;
     }
 
@@ -271,7 +293,7 @@ mod tests {
     #[test]
     fn window_follows_the_cubic_curve_after_a_reduction() {
         // Large window, long RTT: the cubic region dominates the Reno-friendly one.
-        let cfg = CubicConfig { reno_friendly: false, ..Default::default() };
+        let cfg = CubicConfig { reno_friendly: false, hystart: false, ..Default::default() };
         let mut c = Cubic::new(cfg).unwrap();
         c.cwnd = 1000.0;
         c.ssthresh = 500;

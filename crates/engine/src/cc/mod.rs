@@ -10,6 +10,7 @@
 
 pub mod cubic;
 pub mod dctcp;
+pub mod hystart;
 pub mod reno;
 
 use serde::Serialize;

@@ -17,6 +17,7 @@ use super::{
     additive_increase, slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind,
     INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS,
 };
+use super::hystart::HyStartPp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -29,6 +30,8 @@ pub struct RenoConfig {
     pub beta_ecn: Option<f64>,
     /// Initial window in segments.
     pub initial_window: u32,
+    /// HyStart++ slow start (RFC 9406).
+    pub hystart: bool,
 }
 
 impl Default for RenoConfig {
@@ -41,6 +44,8 @@ impl Default for RenoConfig {
             beta_ecn: None,
             // RFC 6928: 10 segments.
             initial_window: INITIAL_WINDOW_SEGS,
+            // Off, as Linux tcp_reno and RFC 5681 slow start.
+            hystart: false,
         }
     }
 }
@@ -60,6 +65,7 @@ pub struct Reno {
     ssthresh: u32,
     /// Acked segments not yet turned into window growth (RFC 3465 counter).
     cwnd_cnt: u32,
+    hystart: Option<HyStartPp>,
 }
 
 impl Reno {
@@ -71,7 +77,7 @@ impl Reno {
         if cfg.initial_window == 0 {
             return Err("initial_window: must be at least 1 segment".into());
         }
-        Ok(Reno { cwnd: cfg.initial_window, ssthresh: u32::MAX, cwnd_cnt: 0, cfg })
+        Ok(Reno { cwnd: cfg.initial_window, ssthresh: u32::MAX, cwnd_cnt: 0, hystart: cfg.hystart.then(HyStartPp::new), cfg })
     }
 
     fn beta_for(&self, kind: CongestionKind) -> f64 {
@@ -95,6 +101,14 @@ impl CongestionControl for Reno {
         }
         let mut acked = ev.acked_segs;
         if self.cwnd < self.ssthresh {
+            if let Some(h) = &mut self.hystart {
+                let g = h.on_ack(ev, acked);
+                self.cwnd = self.cwnd.saturating_add(g.segs).min(self.ssthresh);
+                if g.exit {
+                    self.ssthresh = self.cwnd;
+                }
+                return;
+            }
             acked = slow_start(&mut self.cwnd, self.ssthresh, acked);
             if acked == 0 {
                 return;
@@ -108,6 +122,9 @@ impl CongestionControl for Reno {
         self.ssthresh = reduced_ssthresh(ev.in_flight_segs, self.beta_for(ev.kind));
         self.cwnd = self.ssthresh;
         self.cwnd_cnt = 0;
+        if let Some(h) = &mut self.hystart {
+            h.on_congestion();
+        }
     }
 
     fn on_rto(&mut self, _now_ns: u64, in_flight: u32, already_reduced: bool) {
@@ -116,6 +133,9 @@ impl CongestionControl for Reno {
         }
         self.cwnd = LOSS_WINDOW_SEGS;
         self.cwnd_cnt = 0;
+        if let Some(h) = &mut self.hystart {
+            h.on_rto();
+        }
     }
 
     fn cwnd(&self) -> u32 {

@@ -2,8 +2,11 @@
 //!
 //! Holds one entry per *component* with pending work (a link transmitting, a
 //! delay line's head packet, a flow's next timer), never one per packet in
-//! flight. Ties at the same nanosecond run in scheduling order (a sequence
-//! number breaks them), which makes every run deterministic.
+//! flight. At the same nanosecond, transmissions finish first (a queue sends
+//! its departing packet before it accepts an arrival of that instant; ACK
+//! clocking makes such coincidences recur), then everything else runs in
+//! scheduling order (a sequence number breaks the ties). Every run is
+//! deterministic.
 
 
 /// What an event does; the index points into the world's component tables.
@@ -65,14 +68,14 @@ impl Event {
     }
 }
 
-/// A 16-byte heap entry ordered by (time, sequence). The sequence number
-/// (32 bits, wrapping) makes equal-time events run in scheduling order; a
-/// wrap can only reorder two events at the same nanosecond scheduled four
-/// billion events apart, and even then deterministically.
+/// A 16-byte heap entry ordered by (time, class, sequence). The sequence
+/// number (31 bits, wrapping) makes equal-time events of a class run in
+/// scheduling order; a wrap can only reorder two events at the same
+/// nanosecond scheduled two billion events apart, and even then deterministically.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
     time_ns: u64,
-    /// seq << 32 | encoded event.
+    /// class << 63 | seq << 32 | encoded event; class 0 = transmission done.
     rest: u64,
 }
 
@@ -173,7 +176,9 @@ impl EventQueue {
 
     #[inline]
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
-        let e = Entry { time_ns, rest: ((self.next_seq as u64) << 32) | event.encode() as u64 };
+        let class = u64::from(!matches!(event, Event::LinkTxDone(_)));
+        let seq = (self.next_seq & 0x7FFF_FFFF) as u64;
+        let e = Entry { time_ns, rest: (class << 63) | (seq << 32) | event.encode() as u64 };
         self.next_seq = self.next_seq.wrapping_add(1);
         match event {
             Event::LinkTxDone(_) | Event::LineArrival(_) => self.packets.push(e),
@@ -272,6 +277,20 @@ mod tests {
             ]
         );
         assert_eq!(q.events_popped(), 5);
+    }
+
+    #[test]
+    fn transmissions_finish_before_other_events_of_the_same_instant() {
+        let mut q = EventQueue::new();
+        q.schedule(10, Event::LineArrival(1));
+        q.schedule(10, Event::SenderTimer(2));
+        q.schedule(10, Event::LinkTxDone(0));
+        q.schedule(9, Event::LineArrival(3));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(
+            order,
+            vec![(9, Event::LineArrival(3)), (10, Event::LinkTxDone(0)), (10, Event::LineArrival(1)), (10, Event::SenderTimer(2))]
+        );
     }
 
     #[test]
