@@ -39,6 +39,7 @@ fn reno_with_a_one_bdp_fifo_saturates_the_link_with_the_textbook_sawtooth() {
     let expect = (w_max * w_max - (w_max / 2.0) * (w_max / 2.0)) / (2.0 * c);
     let gaps: Vec<f64> = red.windows(2).map(|w| (w[1].0 - w[0].0) / 1e9).collect();
     let period = mean(&gaps);
+    eprintln!("Reno sawtooth: utilization {util:.4}, period {period:.3} s vs theory {expect:.3} s, {} cycles", red.len());
     assert!((period - expect).abs() / expect < 0.15, "period {period:.3}s vs theory {expect:.3}s");
 }
 
@@ -54,6 +55,7 @@ fn mathis_check(p: f64, duration: &str) {
     let mss_bits = 1448.0 * 8.0;
     let law = 1.22 * mss_bits / (0.05 * p.sqrt());
     let g = goodput(&r, 0);
+    eprintln!("Mathis p={p}: goodput {:.3} Mbit/s, law {:.3} Mbit/s, ratio {:.3}", g / 1e6, law / 1e6, g / law);
     assert!((g - law).abs() / law < 0.25, "p={p}: goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s", g / 1e6, law / 1e6);
 }
 
@@ -85,6 +87,7 @@ fn dctcp_with_step_marking_at_10g_keeps_the_queue_near_k_without_drops() {
     let (ts, backlog) = (t.f64s("t_ns"), t.f64s("backlog_pkts"));
     let v: Vec<f64> = (0..ts.len()).filter(|&i| ts[i] >= 5e8).map(|i| backlog[i]).collect();
     let m = mean(&v);
+    eprintln!("DCTCP step: utilization {util:.4}, mean backlog {m:.1} pkts (K = 65)");
     assert!((45.0..=85.0).contains(&m), "mean backlog {m} packets vs K = 65");
     let above = v.iter().filter(|&&b| b > 65.0).count() as f64 / v.len() as f64;
     assert!((0.1..0.9).contains(&above), "fraction of samples above K: {above}");
@@ -102,6 +105,7 @@ fn dctcp_rate_follows_two_over_p_rtt_under_random_marking() {
         }));
         let law = 2.0 / (p * 0.010) * 1448.0 * 8.0;
         let g = goodput(&r, 0);
+        eprintln!("DCTCP p={p}: goodput {:.2} Mbit/s, 2/(p·RTT) {:.2} Mbit/s, ratio {:.3}", g / 1e6, law / 1e6, g / law);
         assert!((g - law).abs() / law < 0.30, "p={p}: {:.1} Mbit/s vs 2/(p·RTT) = {:.1} Mbit/s", g / 1e6, law / 1e6);
     }
 }
@@ -146,6 +150,7 @@ fn cubic_window_after_a_loss_follows_the_cubic_curve_with_beta_0_7() {
             checked += 1;
         }
     }
+    eprintln!("CUBIC curve: {checked} samples within 5 % of W_cubic over {} epochs", red.len() - 2);
     assert!(checked > 20);
 }
 
@@ -164,6 +169,7 @@ fn abe_keeps_a_larger_window_than_classic_ecn_without_retransmissions() {
     };
     let (w50, g50) = mean_cwnd(0.5);
     let (w80, g80) = mean_cwnd(0.8);
+    eprintln!("ABE: mean cwnd {w50:.1} -> {w80:.1}, goodput {:.2} -> {:.2} Mbit/s", g50 / 1e6, g80 / 1e6);
     assert!(w80 > 1.15 * w50, "mean cwnd {w80:.1} (β_ecn 0.8) vs {w50:.1} (0.5)");
     assert!(g80 > g50, "goodput {g80} vs {g50}");
 }
@@ -177,6 +183,7 @@ fn two_reno_flows_with_equal_rtt_share_fairly() {
         "metrics": {"timeseries": false}
     }));
     let j = r.summary()["fairness"]["jain"].as_f64().unwrap();
+    eprintln!("two Reno flows: Jain {j:.4}");
     assert!(j >= 0.98, "Jain {j}");
 }
 
@@ -189,6 +196,7 @@ fn the_shorter_rtt_reno_flow_gets_more() {
         "metrics": {"timeseries": false}
     }));
     let (short, long) = (goodput(&r, 0), goodput(&r, 1));
+    eprintln!("RTT unfairness: 10 ms {:.2} Mbit/s, 100 ms {:.2} Mbit/s", short / 1e6, long / 1e6);
     // Reno's rate scales as 1/RTT^a with 1 ≤ a ≤ 2 under drop-tail; at least 2× here.
     assert!(short > 2.0 * long, "10 ms flow {short} vs 100 ms flow {long}");
 }
