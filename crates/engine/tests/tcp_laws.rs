@@ -220,3 +220,20 @@ fn same_seed_gives_identical_results_and_another_seed_differs() {
     assert_eq!(strip(&a.summary()), strip(&b.summary()));
     assert_ne!(a.table("flows"), c.table("flows"));
 }
+
+#[test]
+fn classic_ecn_flow_recovers_its_window_after_a_timeout() {
+    // Regression: after an RTO the receiver's ECE latch was never cleared (no
+    // CWR followed a loss reduction), every ACK carried ECE, and the window
+    // stayed at one segment. RFC 3168 §6.1.2 sets CWR after a reduction for
+    // any reason; classic ECE only pauses growth for the window after a reduction.
+    let r = run(json!({
+        "duration": "30s", "warmup": "10s",
+        "bottleneck": {"rate": "10Mbps", "buffer": "1000pkt", "aqm": "red", "params": {"ecn": true}},
+        "flows": [{"cc": "reno", "rtt": "100ms", "ecn": "classic"}],
+        "metrics": {"timeseries": false}
+    }));
+    assert!(flow(&r, 0)["rtos"].as_u64().unwrap() >= 1, "the scenario must exercise an RTO");
+    let g = goodput(&r, 0);
+    assert!(g > 7e6, "goodput {g} after the timeout");
+}

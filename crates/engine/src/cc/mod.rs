@@ -27,7 +27,8 @@ pub struct AckEvent {
     /// Of the delivered segments, how many arrived CE-marked (from the
     /// AccECN-style counter, or the ECE flag under DCTCP feedback).
     pub ce_segs: u32,
-    /// The ACK carried ECN-Echo.
+    /// The ACK echoes CE for the data it acknowledges (per-packet feedback
+    /// only; classic RFC 3168 feedback shows up as `in_recovery` instead).
     pub ece: bool,
     /// An RTT sample from this ACK (RFC 7323 timestamps), if any.
     pub rtt_ns: Option<u64>,
@@ -38,7 +39,8 @@ pub struct AckEvent {
     pub snd_nxt: u64,
     /// Segments in flight (RFC 6675 "pipe") after processing.
     pub in_flight_segs: u32,
-    /// The sender is in loss recovery or an ECN window reduction (CWR).
+    /// The sender is in loss recovery, or (classic ECN) in the window after
+    /// an ECN reduction: the window does not grow.
     pub in_recovery: bool,
     /// The window, not the application, limited sending recently
     /// (Linux `tcp_is_cwnd_limited`); growth only counts when it did.

@@ -230,10 +230,10 @@ macro_rules! serde_unit {
                 }
                 match Raw::deserialize(d)? {
                     Raw::Text(t) => $parse(&t).map_err(|e| de::Error::custom(e.0)),
-                    Raw::Number(n) => Err(de::Error::custom(format!(
-                        "{n} needs a unit, e.g. '{}'",
-                        $expect
-                    ))),
+                    // Same message as for a string without a unit (names the units).
+                    Raw::Number(n) => Err(de::Error::custom(
+                        $parse(&n.to_string()).err().map_or_else(|| format!("{n} needs a unit, e.g. '{}'", $expect), |e| e.0),
+                    )),
                 }
             }
         }

@@ -266,8 +266,10 @@ impl TcpSender {
                 self.cc.on_rto(now_ns, self.flight_size(), already_reduced);
                 self.sb.mark_all_lost();
                 self.in_recovery = false;
+                self.in_cwr = false;
                 self.in_rto_recovery = true;
                 self.recovery_point = self.sb.nxt();
+                self.cwr_pending = self.feedback == Feedback::Classic;
                 self.rto_deadline_ns = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
                 self.try_send(now_ns, out);
             }
@@ -342,6 +344,8 @@ impl TcpSender {
             // One reduction per window covers ECE in the same window too.
             self.in_cwr = true;
             self.cwr_end = self.recovery_point;
+            // RFC 3168 §6.1.2: CWR follows a reduction "for any reason".
+            self.cwr_pending = self.feedback == Feedback::Classic;
         } else {
             let signal = match self.feedback {
                 Feedback::None => false,
@@ -362,19 +366,24 @@ impl TcpSender {
             }
         }
 
+        // Growth pauses in fast recovery and, with classic feedback, for the
+        // window after an ECN reduction (Linux's CWR state; the latched ECE
+        // says nothing new). With per-packet feedback an ECE ACK acknowledges
+        // CE-marked data and grows nothing (RFC 3168 §6.1.2).
+        let classic_cwr = self.feedback == Feedback::Classic && self.in_cwr;
         let ev = AckEvent {
             now_ns,
             acked_segs: acked,
             delivered_segs: delivered,
             ce_segs,
-            ece,
+            ece: ece && self.feedback == Feedback::Accurate,
             rtt_ns: rtt_sample,
             srtt_ns: self.rtt.srtt_ns(),
             min_rtt_ns: self.rtt.min_rtt_ns(),
             snd_una: una,
             snd_nxt: self.sb.nxt(),
             in_flight_segs: self.sb.pipe(),
-            in_recovery: self.in_recovery,
+            in_recovery: self.in_recovery || classic_cwr,
             cwnd_limited: self.cwnd_limited,
             rate: None,
         };

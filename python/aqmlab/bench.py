@@ -1,0 +1,202 @@
+"""``aqmlab bench``: the performance benchmark (simulated packets per wall-second).
+
+Fixed scenarios:
+
+* A-10, A-100: dumbbell, 10 Gbit/s bottleneck, base RTT 100 µs, 1500-byte
+  packets, DCTCP, step marking at 65 packets, 250-packet buffer, flows
+  starting within the first 1 ms, 10 simulated seconds; 10 / 100 flows.
+* B: 1 Gbit/s, 100 CUBIC + 100 DCTCP flows with base RTTs spread evenly
+  over 5-100 ms, DualPI2, 30 simulated seconds (skipped, with a message,
+  when the engine has no DualPI2).
+* C-10, C-1000, C-10000: scenario A's link with 10, 1,000, 10,000 flows.
+
+Metrics as in a normal run (per-queue sojourn histograms, per-flow and
+per-queue counters, the summary) except time series, which are off.
+
+Each run is a fresh subprocess, so the peak resident set size
+(``getrusage`` ``ru_maxrss`` of that child: the Python interpreter, the
+engine and the scenario) is per scenario. Wall time is the engine's own
+measure of its event loop (``perf.wall_s``: no start-up, no result
+conversion). With ``--repeat N`` the median of N runs is reported; the work
+counts (events, bottleneck packets) must be identical across repeats, and a
+difference is reported as an error (the engine is deterministic).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Any
+
+__all__ = ["SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
+
+SCENARIOS = ("A-10", "A-100", "B", "C-10", "C-1000", "C-10000")
+
+
+def _metrics() -> dict[str, Any]:
+    return {"timeseries": False, "sojourn_histograms": True, "sojourn_samples_every": 0}
+
+
+def _dumbbell_a(flows: int) -> dict[str, Any]:
+    return {
+        "name": f"bench-a-{flows}",
+        "duration": "10s",
+        "bottleneck": {"rate": "10Gbps", "buffer": "250pkt", "aqm": "step", "params": {"threshold": "65pkt"}},
+        "flows": [{"cc": "dctcp", "count": flows, "rtt": "100us", "start_jitter": "1ms"}],
+        "tcp": {"mtu_bytes": 1500},
+        "metrics": _metrics(),
+    }
+
+
+def _b() -> dict[str, Any]:
+    groups = []
+    n = 100
+    for cc in ("cubic", "dctcp"):
+        for i in range(n):
+            rtt_us = 5_000 + round(i * 95_000 / (n - 1))
+            groups.append({"cc": cc, "label": cc, "rtt": f"{rtt_us}us", "start_jitter": "1s"})
+    return {
+        "name": "bench-b",
+        "duration": "30s",
+        "bottleneck": {"rate": "1Gbps", "aqm": "dualpi2"},
+        "flows": groups,
+        "metrics": _metrics(),
+    }
+
+
+def scenario(name: str, duration: str | None = None) -> dict[str, Any]:
+    """The scenario tree of a benchmark; ``duration`` overrides the length."""
+    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
+        s = _dumbbell_a(int(name.split("-")[1]))
+        s["name"] = f"bench-{name}"
+    elif name == "B":
+        s = _b()
+    else:
+        raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
+    if duration:
+        s["duration"] = duration
+    return s
+
+
+def requirement(name: str) -> str | None:
+    """Why a benchmark cannot run on this engine, or None."""
+    import aqmlab
+
+    aqm = scenario(name)["bottleneck"]["aqm"]
+    if aqm not in aqmlab.registry()["aqm"]:
+        return f"needs AQM '{aqm}', which this engine does not have yet"
+    return None
+
+
+def run_child(name: str, duration: str | None) -> dict[str, Any]:
+    """Run one benchmark in this process (the child side)."""
+    from aqmlab import _engine
+
+    text = _engine.validate(json.dumps(scenario(name, duration)))
+    raw = _engine.run(text)
+    perf = json.loads(raw["summary"])["perf"]
+    return {"name": name, **perf}
+
+
+def _run_once(name: str, duration: str | None) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name]
+    if duration:
+        cmd += ["--duration", duration]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode}): {err.decode().strip()[-2000:]}")
+    doc = json.loads(out)
+    # ru_maxrss is in KiB on Linux, in bytes on macOS.
+    scale = 1 if sys.platform == "darwin" else 1024
+    doc["peak_rss_mb"] = usage.ru_maxrss * scale / 1e6
+    return doc
+
+
+def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
+          log: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Run the benchmarks; one result per scenario (median over ``repeat``)."""
+    results = []
+    for name in names or list(SCENARIOS):
+        why = requirement(name)
+        if why:
+            if log:
+                log(f"{name}: skipped ({why})")
+            continue
+        runs = [_run_once(name, duration) for _ in range(max(1, repeat))]
+        work = {(r["events"], r["bottleneck_packets"]) for r in runs}
+        if len(work) != 1:
+            raise RuntimeError(f"benchmark {name}: work counts differ across repeats {sorted(work)} (non-determinism)")
+        wall = statistics.median(r["wall_s"] for r in runs)
+        r0 = runs[0]
+        results.append({
+            "name": name,
+            "sim_s": r0["sim_s"],
+            "bottleneck_packets": r0["bottleneck_packets"],
+            "events": r0["events"],
+            "wall_s": wall,
+            "pkts_per_s": r0["bottleneck_packets"] / wall if wall > 0 else None,
+            "events_per_s": r0["events"] / wall if wall > 0 else None,
+            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+            "repeat": len(runs),
+        })  # fmt: skip
+    return results
+
+
+def cli_bench(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from aqmlab.cli import _consoles
+    from aqmlab.scenario import ScenarioError
+
+    out_c, err_c = _consoles()
+    if args.list:
+        for n in SCENARIOS:
+            why = requirement(n)
+            print(f"{n}{'' if why is None else f'  (skipped: {why})'}")
+        return 0
+    names = args.only or list(SCENARIOS)
+    for n in names:
+        if n not in SCENARIOS:
+            raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(SCENARIOS)})")
+    if args.repeat < 1:
+        raise ScenarioError("--repeat: must be at least 1")
+    if args.duration:
+        from aqmlab import _engine
+
+        _engine.validate(json.dumps(scenario("A-10", args.duration)))  # a bad duration fails here, once
+
+    def log(msg: str) -> None:
+        err_c.print(msg, markup=False)
+
+    results = bench(names, args.repeat, args.duration, log)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    t = Table(title=f"aqmlab bench (median of {args.repeat})", title_justify="left")
+    for h in ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB"):
+        t.add_column(h, justify="left" if h == "scenario" else "right")
+    for r in results:
+        t.add_row(r["name"], f"{r['sim_s']:g}", f"{r['bottleneck_packets']:,}", f"{r['events']:,}", f"{r['wall_s']:.3f}",
+                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['peak_rss_mb']:.1f}")  # fmt: skip
+    out_c.print(t)
+    return 0
+
+
+def _child_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m aqmlab.bench")
+    p.add_argument("--child", required=True)
+    p.add_argument("--duration")
+    a = p.parse_args(argv)
+    print(json.dumps(run_child(a.child, a.duration)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

@@ -1,0 +1,469 @@
+"""The ``aqmlab`` command.
+
+    aqmlab run SCENARIO.toml [--out DIR]      run one scenario
+    aqmlab validate SCENARIO.toml             check it, run nothing
+    aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
+    aqmlab reproduce NAME | --list            the seed papers' experiments
+    aqmlab bench [--json]                     performance benchmark
+    aqmlab registry                           AQMs and CCs with their defaults
+
+Invalid input (scenario, TOML syntax, sweep grid) prints one line,
+``aqmlab: error: <message>``, on stderr and exits with code 2. Ctrl-C exits
+with 130; finished sweep runs stay cached. Set AQMLAB_DEBUG=1 for tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aqmlab import _engine
+from aqmlab.scenario import ScenarioError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from aqmlab.results import Result
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _consoles() -> tuple[Console, Console]:
+    from rich.console import Console
+
+    out = Console(width=None if sys.stdout.isatty() else 120, highlight=False)
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 120, highlight=False)
+    return out, err
+
+
+def _duration_s(text: str) -> float | None:
+    """Display only (the progress bar's length): the engine's normalised
+    duration text, e.g. "30s" or "1500ms", in seconds. Parsing for the
+    simulation is the engine's; None when the text is not in that form."""
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|min)", text.strip())
+    if not m:
+        return None
+    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ScenarioError(f"--set {item}: write PATH=VALUE, e.g. --set bottleneck.aqm=step")
+        path, raw = item.split("=", 1)
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out[path.strip()] = value
+    return out
+
+
+# ---------------------------------------------------------------------------
+# validate
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from aqmlab.scenario import dump_toml, set_path, to_dict, validate
+
+    tree = to_dict(args.file)
+    for path, value in _parse_set(args.set).items():
+        set_path(tree, path, value)
+    normalized = validate(tree)
+    if args.show:
+        sys.stdout.write(dump_toml(normalized))
+    else:
+        print(f"{args.file}: ok")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# run
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    from aqmlab.report import fmt
+
+    return fmt(v, digits)
+
+
+def _mbps(bps: float | None) -> str:
+    return "–" if bps is None else f"{bps / 1e6:.3f}"
+
+
+def print_summary(r: Result, console: Console, *, all_flows: bool = False) -> None:
+    """Flows, queues and fairness as terminal tables."""
+    from rich.table import Table
+
+    s = r.summary
+    flows = s.get("flows", [])
+    finite = any(f.get("fct_s") is not None for f in flows)
+    if flows and (all_flows or len(flows) <= 20):
+        t = Table(title="Flows", title_justify="left")
+        for h in ["flow", "label", "cc", "ecn", "RTT ms", "goodput Mbit/s", "retransmits"] + (["FCT s"] if finite else []):
+            t.add_column(h, justify="left" if h in ("label", "cc", "ecn") else "right")
+        for f in flows:
+            row = [str(f["id"]), str(f.get("label", "")), f["cc"], f["ecn"], _fmt(f["rtt_ms"]),
+                   _mbps(f["goodput_bps"]), str(f["retransmits"])]  # fmt: skip
+            if finite:
+                row.append(_fmt(f.get("fct_s")))
+            t.add_row(*row)
+        console.print(t)
+    elif flows:
+        t = Table(title=f"Flows ({len(flows)}, per group; --all-flows for each)", title_justify="left")
+        for h in ["label", "cc", "flows", "RTT ms", "mean goodput Mbit/s", "min", "max", "retransmits"]:
+            t.add_column(h, justify="left" if h in ("label", "cc") else "right")
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for f in flows:
+            groups.setdefault((str(f.get("label", "")), f["cc"]), []).append(f)
+        for (label, cc), fs in groups.items():
+            gp = [f["goodput_bps"] for f in fs if f["goodput_bps"] is not None]
+            rtts = sorted({f["rtt_ms"] for f in fs})
+            rtt = _fmt(rtts[0]) if len(rtts) == 1 else f"{_fmt(rtts[0])}–{_fmt(rtts[-1])}"
+            t.add_row(label, cc, str(len(fs)), rtt, _mbps(sum(gp) / len(gp) if gp else None),
+                      _mbps(min(gp) if gp else None), _mbps(max(gp) if gp else None),
+                      str(sum(f["retransmits"] for f in fs)))  # fmt: skip
+        console.print(t)
+    wf = s.get("workload_flows") or {}
+    if wf.get("started"):
+        console.print(
+            f"Workload flows: {wf['started']} started, {wf['completed']} completed, mean FCT {_fmt(wf.get('mean_fct_s'))} s"
+        )
+    t = Table(title="Queues", title_justify="left")
+    for h in ["queue", "sub-queue", "aqm", "sojourn p50 ms", "p99 ms", "drop rate", "mark rate", "utilization"]:
+        t.add_column(h, justify="left" if h in ("queue", "sub-queue", "aqm") else "right")
+    for q in s.get("queues", []):
+        if not q.get("arrivals") and q["name"].endswith(":rev"):
+            continue
+        for sub, st in [("all", q)] + sorted((q.get("subqueues") or {}).items()):
+            soj = st.get("sojourn_ms") or {}
+            t.add_row(q["name"], sub, q["aqm"], _fmt(soj.get("p50")), _fmt(soj.get("p99")), _fmt(st.get("drop_rate")),
+                      _fmt(st.get("mark_rate")), _fmt(q.get("utilization")) if sub == "all" else "")  # fmt: skip
+    console.print(t)
+    fair = s.get("fairness", {})
+    line = f"Jain's fairness index: {_fmt(fair.get('jain'))}"
+    if fair.get("l4s_classic_ratio") is not None:
+        line += f"   L4S:Classic throughput ratio: {_fmt(fair['l4s_classic_ratio'])}"
+    console.print(line)
+
+
+def run_with_progress(tree: dict[str, Any], err: Console, *, label: str = "run", quiet: bool = False) -> Result:
+    """Validate and run a scenario tree with a progress bar in simulated time."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from aqmlab.results import run
+    from aqmlab.scenario import validate
+
+    normalized = validate(tree)
+    total = _duration_s(str(normalized.get("duration", "")))
+    if quiet:
+        return run(normalized)
+    cols = [TextColumn("{task.description}"), BarColumn(),
+            TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn()]  # fmt: skip
+    with Progress(*cols, console=err, transient=False) as bar:
+        task = bar.add_task(label, total=total)
+
+        def progress(sim_s: float) -> None:
+            bar.update(task, completed=sim_s)
+
+        return run(normalized, progress=progress)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from aqmlab.scenario import set_path, to_dict
+
+    out_c, err_c = _consoles()
+    tree = to_dict(args.file)
+    for path, value in _parse_set(args.set).items():
+        set_path(tree, path, value)
+    if args.seed is not None:
+        tree["seed"] = args.seed
+    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet)
+    if not args.quiet:
+        print_summary(r, out_c, all_flows=args.all_flows)
+    out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
+    files = r.save(out, plots=not args.no_plots, report=not args.no_report)
+    n_plots = len(files.get("plots", [])) if not args.no_plots else 0
+    extra = ", report.html" if "report" in files else ""
+    err_c.print(f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables, {n_plots} plots{extra}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# sweep
+
+
+def print_sweep_stats(res: Any, console: Console) -> None:
+    """A few headline metrics per grid point as mean ± 95% CI."""
+    from rich.table import Table
+
+    st = res.stats
+    if st.empty:
+        return
+    headline = {
+        "fairness.jain": ("Jain", 1.0),
+        "fairness.l4s_classic_ratio": ("L4S:Classic", 1.0),
+        "flows.all.goodput_bps.sum": ("goodput Mbit/s", 1e-6),
+        "queues.bottleneck.utilization": ("utilization", 1.0),
+        "queues.bottleneck.sojourn_ms.p99": ("sojourn p99 ms", 1.0),
+    }
+    present = set(st["metric"])
+    metrics = [m for m in headline if m in present and st.loc[st["metric"] == m, "mean"].notna().any()]
+    params = list(res.spec.grid)
+    t = Table(title=f"{res.spec.name}: mean ± 95% CI over {len(res.spec.seeds)} seed(s)", title_justify="left")
+    for p in params:
+        t.add_column(p)
+    for m in metrics:
+        t.add_column(headline[m][0], justify="right")
+    sub = st[st["metric"].isin(metrics)]
+    keyed = sub.groupby(params, sort=False, dropna=False) if params else [((), sub)]
+    for key, g in keyed:
+        key_t = key if isinstance(key, tuple) else (key,)
+        row = [str(k) for k in key_t]
+        by_m = {r["metric"]: r for _, r in g.iterrows()}
+        for m in metrics:
+            r = by_m.get(m)
+            k = headline[m][1]
+            if r is None or r["mean"] != r["mean"]:
+                row.append("–")
+            elif r["ci95"] == r["ci95"]:
+                row.append(f"{_fmt(r['mean'] * k)} ± {_fmt(r['ci95'] * k, 1)}")
+            else:
+                row.append(_fmt(r["mean"] * k))
+        t.add_row(*row)
+    console.print(t)
+
+
+def sweep_with_progress(spec: Any, err: Console, *, jobs: int | None, cache_dir: str | None, backend: str,
+                        scheduler: str | None, label: str = "sweep") -> Any:  # fmt: skip
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from aqmlab.sweep import (
+        SweepResult,
+        flows_table,
+        run_points,
+        runs_table,
+        stats_table,
+    )
+
+    points = spec.points()
+    counts = {"cached": 0, "ran": 0, "failed": 0}
+    cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"), TimeElapsedColumn()]  # fmt: skip
+    with Progress(*cols, console=err, transient=False) as bar:
+        task = bar.add_task(label, total=len(points), detail="")
+
+        def progress(done: int, total: int, point: Any, status: str) -> None:
+            counts[status] += 1
+            detail = f"{counts['cached']} cached, {counts['ran']} ran" + (f", {counts['failed']} failed" if counts["failed"] else "")
+            bar.update(task, completed=done, detail=detail)
+
+        outcomes = run_points(points, jobs=jobs, cache_dir=cache_dir, backend=backend, scheduler=scheduler, progress=progress)
+    names = list(spec.grid)
+    runs = runs_table(outcomes, names)
+    return SweepResult(spec, outcomes, runs, flows_table(outcomes, names), stats_table(runs, names))
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from aqmlab.sweep import SweepSpec, _seeds
+
+    out_c, err_c = _consoles()
+    spec = SweepSpec.load(args.file)
+    if args.seeds is not None:
+        spec.seeds = _seeds(args.seeds, spec.base)
+    cache_dir = None if args.no_cache else args.cache
+    res = sweep_with_progress(spec, err_c, jobs=args.jobs, cache_dir=cache_dir, backend=args.backend,
+                              scheduler=args.scheduler, label=spec.name)  # fmt: skip
+    out = Path(args.out) if args.out else Path("out") / spec.name
+    res.save(out)
+    print_sweep_stats(res, out_c)
+    err_c.print(
+        f"{res.total} runs: {res.cached} cached, {res.ran} simulated, {res.failed} failed; "
+        f"wrote {out}/runs.parquet, flows.parquet, stats.parquet, sweep.json"
+    )
+    for point, error in res.errors:
+        err_c.print(f"failed: {point}: {error}", markup=False)
+    return EXIT_FAILED if res.failed else EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# registry
+
+
+def cmd_registry(args: argparse.Namespace) -> int:
+    import aqmlab
+
+    reg = aqmlab.registry()
+    if args.json:
+        print(json.dumps(reg, indent=2, sort_keys=True))
+    elif args.markdown:
+        sys.stdout.write(registry_markdown(reg))
+    else:
+        out_c, _ = _consoles()
+        from rich.table import Table
+
+        for kind, title in (("aqm", "AQMs (\\[bottleneck] aqm, params)"), ("cc", "Congestion controls (\\[\\[flows]] cc, params)")):
+            t = Table(title=title, title_justify="left")
+            t.add_column("name")
+            t.add_column("summary")
+            t.add_column("default params")
+            for name, e in reg[kind].items():
+                d = ", ".join(f"{k}={json.dumps(v)}" for k, v in e["defaults"].items()) or "(none)"
+                if kind == "cc":
+                    d += f"; default ecn={e['default_ecn']}"
+                t.add_row(name, e["summary"], d)
+            out_c.print(t)
+        out_c.print(f"ECN settings: {', '.join(reg['ecn'])}; a flow's cc may also be 'udp' (constant bit rate)")
+    return EXIT_OK
+
+
+def registry_markdown(reg: dict[str, Any]) -> str:
+    """The defaults tables of docs/scenario.md, generated from the engine."""
+    lines = ["### AQMs (`aqm`, `params`)", "", "| aqm | summary | parameter | default |", "|---|---|---|---|"]
+    for name, e in reg["aqm"].items():
+        items = list(e["defaults"].items()) or [("–", None)]
+        for i, (k, v) in enumerate(items):
+            first = i == 0
+            shown = "–" if k == "–" else f"`{json.dumps(v)}`"
+            lines.append(f"| {'`' + name + '`' if first else ''} | {e['summary'] if first else ''} | "
+                         f"{'`' + k + '`' if k != '–' else '–'} | {shown} |")  # fmt: skip
+    lines += ["", "### Congestion controls (`cc`, `params`)", "", "| cc | summary | default `ecn` | parameter | default |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    for name, e in reg["cc"].items():
+        for i, (k, v) in enumerate(e["defaults"].items()):
+            first = i == 0
+            lines.append(f"| {'`' + name + '`' if first else ''} | {e['summary'] if first else ''} | "
+                         f"{'`' + e['default_ecn'] + '`' if first else ''} | `{k}` | `{json.dumps(v)}` |")  # fmt: skip
+    lines += ["", f"ECN settings (`ecn`): {', '.join('`' + x + '`' for x in reg['ecn'])}.", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# reproduce and bench live in their own modules.
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from aqmlab.reproduce import cli_reproduce
+
+    return cli_reproduce(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from aqmlab.bench import cli_bench
+
+    return cli_bench(args)
+
+
+# ---------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line plus usage, exit 2 (argparse's convention)
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"aqmlab: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="aqmlab", description="Packet-level AQM and congestion-control experiments.")
+    p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run one scenario", description="Run one scenario; write results, plots and a report.")
+    r.add_argument("file", help="scenario TOML file")
+    r.add_argument("--out", help="output directory (default: out/<file stem>)")
+    r.add_argument("--seed", type=int, help="override the scenario's seed")
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a value, e.g. --set bottleneck.aqm=step --set 'flows[0].count=4'")  # fmt: skip
+    r.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    r.add_argument("--no-report", action="store_true", help="do not write report.html")
+    r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
+    r.set_defaults(func=cmd_run)
+
+    v = sub.add_parser("validate", help="check a scenario (runs nothing)")
+    v.add_argument("file", help="scenario TOML file")
+    v.add_argument("--show", action="store_true", help="print the normalised scenario (all defaults) as TOML")
+    v.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a value first")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
+    s.add_argument("file", help="sweep TOML file")
+    s.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    s.add_argument("--backend", choices=["local", "dask"], default="local", help="local process pool or dask")
+    s.add_argument("--scheduler", help="dask scheduler address (default: a local dask cluster)")
+    s.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
+    s.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
+    s.add_argument("--seeds", type=int, help="override the number of seeds (1..N)")
+    s.add_argument("--out", help="output directory (default: out/<sweep name>)")
+    s.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("reproduce", help="re-run a seed paper's experiment and compare with its claims")
+    rp.add_argument("name", nargs="?", help="experiment name (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the experiments")
+    rp.add_argument("--quick", action="store_true", help="a short version (seconds to a minute)")
+    rp.add_argument("--out", help="output directory (default: out/reproduce/<name>)")
+    rp.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
+    rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
+    rp.add_argument("--strict", action="store_true", help="exit with code 1 if any claim differs")
+    rp.set_defaults(func=cmd_reproduce)
+
+    b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)")
+    b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    b.add_argument("--only", action="append", metavar="NAME", help="run only this scenario (repeatable)")
+    b.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median is reported")
+    b.add_argument("--duration", help="override the simulated duration (smoke tests; not comparable)")
+    b.add_argument("--list", action="store_true", help="list the scenarios")
+    b.set_defaults(func=cmd_bench)
+
+    g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")
+    g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
+    g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
+    g.set_defaults(func=cmd_registry)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = bool(os.environ.get("AQMLAB_DEBUG"))
+    try:
+        return int(args.func(args))
+    except ScenarioError as e:  # includes SweepError and unavailable experiments
+        if debug:
+            raise
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        note = "; finished runs are cached, re-run to resume" if args.command in ("sweep", "reproduce") else ""
+        sys.stderr.write(f"aqmlab: interrupted{note}\n")
+        return EXIT_INTERRUPTED
+    except RuntimeError as e:  # the engine failed (panic, broken invariant)
+        if debug:
+            raise
+        sys.stderr.write(f"aqmlab: engine error: {e}\n")
+        return EXIT_FAILED
+    except OSError as e:
+        if debug:
+            raise
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_FAILED

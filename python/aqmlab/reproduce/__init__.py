@@ -1,0 +1,144 @@
+"""Reproductions of the seed papers' experiments, by name.
+
+    aqmlab reproduce --list
+    aqmlab reproduce dualq-coexistence --quick
+
+Each experiment prints the paper's claim next to the measured figure with a
+verdict (pass / differs) and the tolerance used, and writes runs, plots and
+a report. Adding one: subclass :class:`Experiment` in a module here and add
+an instance to ``EXPERIMENTS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from aqmlab.reproduce.abe import Abe
+from aqmlab.reproduce.aqm_kids import AqmKids
+from aqmlab.reproduce.dualq import DualqCoexistence
+from aqmlab.reproduce.framework import (
+    Case,
+    Claim,
+    Experiment,
+    ExperimentUnavailable,
+    ReproduceResult,
+    Runs,
+    Verdict,
+    check_available,
+    missing_requirements,
+    reproduce,
+)
+
+__all__ = [
+    "EXPERIMENTS",
+    "Case",
+    "Claim",
+    "Experiment",
+    "ExperimentUnavailable",
+    "ReproduceResult",
+    "Runs",
+    "Verdict",
+    "get",
+    "missing_requirements",
+    "reproduce",
+    "status",
+]
+
+
+class QcnHotspot(Experiment):
+    name = "qcn-hotspot"
+    title = "QCN: transience and equilibrium at a hotspot (Kabbani, Pan, Prabhakar, Seaman)"
+    source = "seed 003: Kabbani, Pan, Prabhakar, Seaman, 'QCN Transience and Equilibrium: Response and Stability'"
+    pending = "the engine has no QCN congestion/reaction points yet (engine support pending)"
+
+
+class VdqCsaqm(Experiment):
+    name = "vdq-csaqm"
+    title = "VDQ-CSAQM: a congestion-control-independent L4S scheduler (Nádas, Gombos, Fejes, Laki)"
+    source = "seed 001: Nádas, Gombos, Fejes, Laki, 'A Congestion Control Independent L4S Scheduler'"
+    pending = "the engine has no virtual-dual-queue core-stateless AQM yet (engine support pending)"
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e for e in (DualqCoexistence(), AqmKids(), Abe(), QcnHotspot(), VdqCsaqm())
+}
+
+
+def get(name: str) -> Experiment:
+    try:
+        return EXPERIMENTS[name]
+    except KeyError:
+        from difflib import get_close_matches
+
+        close = [n for n in EXPERIMENTS if n.startswith(name)] or get_close_matches(name, list(EXPERIMENTS), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        raise ExperimentUnavailable(
+            f"unknown experiment '{name}' ({hint}allowed: {', '.join(EXPERIMENTS)}; see aqmlab reproduce --list)"
+        ) from None
+
+
+def status(exp: Experiment) -> str:
+    """'available', 'not yet available: ...' or 'needs ...'."""
+    if exp.pending:
+        return f"not yet available ({exp.pending})"
+    miss = missing_requirements(exp)
+    return f"needs {', '.join(miss)} (not in this engine yet)" if miss else "available"
+
+
+def cli_reproduce(args: argparse.Namespace) -> int:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.table import Table
+
+    from aqmlab.cli import _consoles
+
+    out_c, err_c = _consoles()
+    if args.list or not args.name:
+        t = Table(title="Experiments (aqmlab reproduce NAME [--quick])", title_justify="left")
+        for h in ("name", "title", "status"):
+            t.add_column(h)
+        for e in EXPERIMENTS.values():
+            t.add_row(e.name, e.title, status(e))
+        out_c.print(t)
+        return 0
+    exp = get(args.name)
+    check_available(exp)
+    out = Path(args.out) if args.out else Path("out") / "reproduce" / (exp.name + ("-quick" if args.quick else ""))
+    cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*cols, console=err_c, transient=False) as bar:
+        task = bar.add_task(f"{exp.name}{' (quick)' if args.quick else ''}", total=None)
+
+        def progress(done: int, total: int, point: Any, status_: str) -> None:
+            bar.update(task, completed=done, total=total)
+
+        def on_case(label: str) -> None:
+            bar.update(task, description=f"{exp.name}: {label}")
+
+        res = reproduce(exp, quick=args.quick, out=out, jobs=args.jobs,
+                        cache_dir=None if args.no_cache else args.cache, progress=progress, on_case=on_case)  # fmt: skip
+        bar.update(task, description=exp.name)
+    print_verdicts(res, out_c)
+    c = res.counts
+    err_c.print(f"{sum(c.values())} runs: {c['cached']} cached, {c['ran']} simulated, {c['failed']} failed; wrote {out}/")
+    if c["failed"]:
+        return 1
+    return 1 if (args.strict and not res.all_pass) else 0
+
+
+def print_verdicts(res: ReproduceResult, console: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title=res.experiment.title, title_justify="left")
+    for h, j in (("claim", "left"), ("paper", "left"), ("measured", "right"), ("tolerance", "left"), ("verdict", "left")):
+        t.add_column(h, justify=j)  # type: ignore[arg-type]
+    style = {"pass": "green", "differs": "red", "n/a": "yellow"}
+    for v in res.verdicts:
+        t.add_row(v.claim.text, v.claim.paper, v.measured_text, v.claim.tolerance, f"[{style[v.verdict]}]{v.verdict}[/]")
+    console.print(t)

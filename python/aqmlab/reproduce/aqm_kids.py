@@ -1,0 +1,180 @@
+"""aqm-kids: CoDel vs PIE vs ARED (Khademi, Ros, Welzl, IETF 88, 2013).
+
+Seed 002: "Evaluating CoDel, FQ CoDel and PIE: how good are they really?"
+(and the UiO technical report "The New AQM Kids on the Block"). Dumbbell
+with 4 senders, 10 Mbit/s bottleneck, base RTT 100 ms, Linux NewReno,
+txqueuelen 1000; 1, 4, 16 or 64 concurrent TCP flows; ECN off and on.
+AQMs at the paper's settings: CoDel target 5 ms / interval 100 ms; PIE as
+in Linux 3.14 (target 20 ms, tupdate 30 ms, alpha 0.125, beta 1.25); ARED
+as in Floyd et al. 2001 (interval 500 ms). Claims (the paper's conclusions):
+
+* "ARED outperforms CoDel and PIE in all other studied scenarios, most
+  notably regarding delay" (the exceptions being very few flows, wireless,
+  and ECN).
+* "ARED only performed worse than CoDel or PIE ... with very small number
+  of flows".
+* With ECN, ARED "CE-marking 3.5-6.6 times more than dropping (w/o ECN)".
+* "with ECN, ARED's goodput drops significantly as congestion level
+  decreases".
+
+Per-packet RTT is reported as base RTT + bottleneck queueing delay (the
+reverse path is uncongested in this set-up); the paper measured it with
+synthetic packet pairs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aqmlab.reproduce.framework import (
+    Case,
+    Claim,
+    Experiment,
+    Runs,
+    aqm_param_names,
+    ecn_params,
+    queue_of,
+    total_goodput,
+)
+
+AQMS = ("codel", "pie", "ared")
+BASE_RTT_MS = 100.0
+
+
+def pie_linux_314() -> dict[str, Any]:
+    """PIE with the Linux 3.14 parameter set the paper used."""
+    if "preset" in aqm_param_names("pie"):
+        return {"preset": "linux-3.14"}
+    return {"target": "20ms", "tupdate": "30ms", "max_burst": "100ms"}
+
+
+def rtt_p(p: str) -> Any:
+    def f(s: dict[str, Any]) -> float | None:
+        soj = queue_of(s).get("sojourn_ms") or {}
+        v = soj.get(p)
+        return None if v is None else BASE_RTT_MS + v
+
+    return f
+
+
+def drop_rate(s: dict[str, Any]) -> float:
+    return float(queue_of(s)["drop_rate"])
+
+
+def mark_rate(s: dict[str, Any]) -> float:
+    return float(queue_of(s)["mark_rate"])
+
+
+class AqmKids(Experiment):
+    name = "aqm-kids"
+    title = "The new AQM kids on the block: CoDel vs PIE vs ARED (Khademi, Ros, Welzl 2013)"
+    source = "seed 002: Khademi, Ros, Welzl, 'Evaluating CoDel, FQ CoDel and PIE: how good are they really?', IETF 88 ICCRG"
+    description = (
+        "NewReno flows over a 10 Mbit/s bottleneck with 100 ms base RTT and a 1000-packet buffer; 1, 4, 16 or 64 flows "
+        "(4 senders), ECN off and on, through CoDel (5 ms / 100 ms), PIE (Linux 3.14: 20 ms / 30 ms) or ARED. "
+        "Quick: 30 s, one seed; full: 60 s as in the paper, 10 seeds."
+    )
+    requires_aqm = AQMS
+    requires_cc = ("reno",)
+
+    flow_counts = (1, 4, 16, 64)
+
+    def seeds(self, quick: bool) -> list[int]:
+        return [1] if quick else list(range(1, 11))
+
+    def scenario(self, aqm: str, flows: int, ecn: bool, quick: bool) -> dict[str, Any]:
+        params: dict[str, Any] = pie_linux_314() if aqm == "pie" else {}
+        if ecn:
+            params.update(ecn_params(aqm))
+        return {
+            "name": f"aqm-kids-{aqm}-{flows}flows-ecn-{'on' if ecn else 'off'}",
+            "duration": "30s" if quick else "60s",
+            "warmup": "10s",
+            "bottleneck": {"rate": "10Mbps", "buffer": "1000pkt", "aqm": aqm, "params": params},
+            "flows": [{"cc": "reno", "label": "reno", "count": flows, "rtt": "100ms",
+                       "ecn": "classic" if ecn else "off", "start_jitter": "2s"}],  # fmt: skip
+            "metrics": {"interval": "500ms"},
+        }
+
+    def cases(self, quick: bool) -> list[Case]:
+        return [
+            Case(f"{aqm}/{n}/ecn-{'on' if ecn else 'off'}", self.scenario(aqm, n, ecn, quick),
+                 {"aqm": aqm, "flows": n, "ecn": ecn})  # fmt: skip
+            for aqm in AQMS
+            for n in self.flow_counts
+            for ecn in (False, True)
+        ]
+
+    def showcase(self, quick: bool) -> list[str]:
+        return [f"{aqm}/16/ecn-off" for aqm in AQMS]
+
+    def claims(self) -> list[Claim]:
+        def ared_delay_edge(runs: Runs) -> float:
+            diffs = []
+            for n in (16, 64):
+                med = {a: runs.mean_over(runs.select(aqm=a, flows=n, ecn=False), rtt_p("p50")) for a in AQMS}
+                diffs.append(med["ared"] - min(med["codel"], med["pie"]))
+            return sum(diffs) / len(diffs)
+
+        def ared_single_flow(runs: Runs) -> float:
+            g = {a: runs.mean_over(runs.select(aqm=a, flows=1, ecn=False), total_goodput) for a in AQMS}
+            return g["ared"] / max(g["codel"], g["pie"])
+
+        def ared_mark_vs_drop(runs: Runs) -> float:
+            ratios = []
+            for n in (4, 16, 64):
+                marks = runs.mean_over(runs.select(aqm="ared", flows=n, ecn=True), mark_rate)
+                drops = runs.mean_over(runs.select(aqm="ared", flows=n, ecn=False), drop_rate)
+                if drops > 0:
+                    ratios.append(marks / drops)
+            return sum(ratios) / len(ratios)
+
+        def ared_ecn_goodput(runs: Runs) -> float:
+            light = runs.mean_over(runs.select(aqm="ared", flows=4, ecn=True), total_goodput)
+            heavy = runs.mean_over(runs.select(aqm="ared", flows=64, ecn=True), total_goodput)
+            return light / heavy
+
+        src = "seed 002, 'Conclusive Remarks' and 'ECN' slides"
+        return [
+            Claim("ARED has lower median per-packet RTT than CoDel and PIE (16 and 64 flows, no ECN)",
+                  "ARED lowest ('most notably regarding delay')", src, ared_delay_edge, lambda x: x <= 1.0,
+                  "pass if ARED median RTT − best of CoDel/PIE ≤ +1 ms", "ms"),
+            Claim("With a single flow ARED gets less goodput than CoDel or PIE", "ARED worse with very few flows", src,
+                  ared_single_flow, lambda x: x < 1.0, "pass if ARED goodput / best of CoDel, PIE < 1", "×"),
+            Claim("ARED with ECN marks 3.5-6.6× as often as it drops without ECN (4-64 flows)", "3.5-6.6×", src,
+                  ared_mark_vs_drop, lambda x: 1.75 <= x <= 13.2, "pass if within 2× of the paper's range (1.75-13.2)", "×"),
+            Claim("With ECN, ARED's goodput falls as congestion decreases (4 vs 64 flows)", "drops 'significantly'", src,
+                  ared_ecn_goodput, lambda x: x < 0.95, "pass if goodput(4 flows) / goodput(64 flows) < 0.95", "×"),
+        ]  # fmt: skip
+
+    def figures(self, runs: Runs) -> dict[str, Any]:
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        figs = {}
+        for what, fn, ylabel in (
+            ("rtt", None, "per-packet RTT (ms): median, whisker to p90"),
+            ("goodput", total_goodput, "total goodput (Mbit/s)"),
+        ):
+            fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True, layout="constrained")
+            for ax, ecn in zip(axes, (False, True), strict=True):
+                x = np.arange(len(self.flow_counts))
+                for i, aqm in enumerate(AQMS):
+                    if fn is None:
+                        med = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), rtt_p("p50")) for n in self.flow_counts]
+                        p90 = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), rtt_p("p90")) for n in self.flow_counts]
+                        err = [np.zeros(len(med)), np.maximum(np.subtract(p90, med), 0)]
+                        ax.bar(x + (i - 1) * 0.27, med, 0.27, yerr=err, capsize=3, label=aqm)
+                    else:
+                        vals = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), fn) / 1e6 for n in self.flow_counts]
+                        ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=aqm)
+                ax.set_xticks(x, [str(n) for n in self.flow_counts])
+                ax.set_xlabel("concurrent flows")
+                ax.set_title(f"ECN {'on' if ecn else 'off'}")
+                ax.grid(alpha=0.3, axis="y")
+            axes[0].set_ylabel(ylabel)
+            if what == "rtt":
+                axes[0].set_ylim(bottom=BASE_RTT_MS * 0.9)
+            axes[0].legend(fontsize="small")
+            figs[what] = fig
+        return figs

@@ -1,0 +1,156 @@
+"""dualq-coexistence: DCTCP and CUBIC through DualPI2 vs single-queue AQMs.
+
+Seed 000: De Schepper, Tsang, Bondarenko, Briscoe, "DualQ Coupled AQM"
+(2015 slides; the DCttH preprint). A 40 Mbit/s bottleneck carries 1-10
+DCTCP and 1-10 CUBIC flows. Claims, as the slides state them:
+
+* DualQ Coupled AQM (k = 2): "Equal throughput between DCTCP and Cubic/Reno".
+* A single RED queue: "No throughput equality: 40x less" for CUBIC; a single
+  PIE queue behaves alike (both mark ECT packets where CUBIC's are dropped).
+* FQ-CoDel: "Equal throughput as Qs are large enough".
+* DualQ: "Extreme small queue size for DCTCP"; the Linux DualPI2 evaluation
+  (arXiv 2209.01078) puts the L4S queue's median below 1 ms and its 99th
+  percentile below 2 ms.
+
+Assumptions where the slides are silent: base RTT 20 ms for every flow (the
+slides' own worked example uses 40 Mbit/s and 20 ms), a 200 ms buffer, flows
+starting within the first second, every AQM at its engine default except
+that ECN marking is switched on where the AQM has a switch for it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aqmlab.reproduce.framework import (
+    Case,
+    Claim,
+    Experiment,
+    Runs,
+    ecn_params,
+    queue_of,
+    subqueue,
+)
+
+AQMS = ("dualpi2", "pie", "red", "fq_codel")
+
+
+def _ratio(s: dict[str, Any]) -> float | None:
+    v = s["fairness"].get("l4s_classic_ratio")
+    return None if v is None else float(v)
+
+
+def _l4s_soj(p: str) -> Any:
+    def f(s: dict[str, Any]) -> float | None:
+        soj = subqueue(s, "l4s").get("sojourn_ms") or {}
+        return soj.get(p)
+
+    return f
+
+
+class DualqCoexistence(Experiment):
+    name = "dualq-coexistence"
+    title = "DualQ Coupled AQM: DCTCP and CUBIC coexistence (De Schepper et al. 2015)"
+    source = "seed 000: De Schepper, Tsang, Bondarenko, Briscoe, 'DualQ Coupled AQM' (2015); latency figures from arXiv 2209.01078"
+    description = (
+        "DCTCP (L4S ECN) and CUBIC (no ECN) flows share a 40 Mbit/s bottleneck with a 20 ms base RTT, "
+        "through DualPI2 (coupled dual queue) or a single PIE, RED or FQ-CoDel queue. Quick: one flow of each "
+        "for 30 s; full: every combination of 1-10 DCTCP and 1-10 CUBIC flows for 250 s, 3 seeds."
+    )
+    requires_aqm = AQMS
+    requires_cc = ("dctcp", "cubic")
+
+    def combos(self, quick: bool) -> list[tuple[int, int]]:
+        if quick:
+            return [(1, 1)]
+        return [(nl, nc) for nl in range(1, 11) for nc in range(1, 11)]
+
+    def scenario(self, aqm: str, n_l4s: int, n_classic: int, quick: bool) -> dict[str, Any]:
+        return {
+            "name": f"dualq-{aqm}-{n_l4s}dctcp-{n_classic}cubic",
+            "description": f"{n_l4s} DCTCP + {n_classic} CUBIC through {aqm} at 40 Mbit/s, 20 ms",
+            "duration": "30s" if quick else "250s",
+            "warmup": "10s" if quick else "50s",
+            "bottleneck": {"rate": "40Mbps", "buffer": "200ms", "aqm": aqm, "params": ecn_params(aqm)},
+            "flows": [
+                {"cc": "dctcp", "label": "dctcp", "count": n_l4s, "rtt": "20ms", "ecn": "l4s", "start_jitter": "1s"},
+                {"cc": "cubic", "label": "cubic", "count": n_classic, "rtt": "20ms", "ecn": "off", "start_jitter": "1s"},
+            ],
+            "metrics": {"interval": "100ms"},
+        }
+
+    def cases(self, quick: bool) -> list[Case]:
+        return [
+            Case(f"{aqm}/{nl}d{nc}c", self.scenario(aqm, nl, nc, quick), {"aqm": aqm, "n_l4s": nl, "n_classic": nc})
+            for aqm in AQMS
+            for nl, nc in self.combos(quick)
+        ]
+
+    def showcase(self, quick: bool) -> list[str]:
+        return [f"{aqm}/1d1c" for aqm in AQMS]
+
+    def claims(self) -> list[Claim]:
+        def ratio_of(aqm: str) -> Any:
+            return lambda runs: runs.mean_over(runs.select(aqm=aqm), _ratio)
+
+        def l4s(p: str) -> Any:
+            return lambda runs: runs.mean_over(runs.select(aqm="dualpi2"), _l4s_soj(p))
+
+        src = "seed 000, 'THROUGHPUT DUALQ/RED*/FQ_CODEL*' slides"
+        return [
+            Claim("DualPI2: per-flow throughput DCTCP ≈ CUBIC", "≈ 1 (equal throughput, k = 2)", src,
+                  ratio_of("dualpi2"), lambda x: 0.5 <= x <= 2.0, "pass if 0.5 ≤ L4S:Classic ratio ≤ 2", "×"),
+            Claim("Single-queue RED: DCTCP takes far more than CUBIC", "≈ 40× ('40x less' for CUBIC)", src,
+                  ratio_of("red"), lambda x: x >= 5.0, "pass if L4S:Classic ratio ≥ 5", "×"),
+            Claim("Single-queue PIE: DCTCP takes far more than CUBIC", "≫ 1 (like RED*)", src,
+                  ratio_of("pie"), lambda x: x >= 5.0, "pass if L4S:Classic ratio ≥ 5", "×"),
+            Claim("FQ-CoDel: per-flow throughput DCTCP ≈ CUBIC", "≈ 1 ('equal throughput')", src,
+                  ratio_of("fq_codel"), lambda x: 0.5 <= x <= 2.0, "pass if 0.5 ≤ L4S:Classic ratio ≤ 2", "×"),
+            Claim("DualPI2: L4S queue delay median below 1 ms", "< 1 ms", "seed 000 'QSIZE CDF DUALQ'; arXiv 2209.01078",
+                  l4s("p50"), lambda x: x < 1.0, "pass if median < 1 ms", "ms"),
+            Claim("DualPI2: L4S queue delay 99th percentile below 2 ms", "< 2 ms", "arXiv 2209.01078",
+                  l4s("p99"), lambda x: x < 2.0, "pass if p99 < 2 ms", "ms"),
+        ]  # fmt: skip
+
+    def figures(self, runs: Runs) -> dict[str, Any]:
+        import matplotlib.pyplot as plt
+        import numpy as np
+
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+        means, lo, hi = [], [], []
+        for aqm in AQMS:
+            vals = [runs.mean(c.label, _ratio) for c in runs.select(aqm=aqm)]
+            vals = [v for v in vals if not math.isnan(v)]
+            m = float(np.mean(vals)) if vals else math.nan
+            means.append(m)
+            lo.append(m - min(vals) if vals else 0)
+            hi.append(max(vals) - m if vals else 0)
+        x = np.arange(len(AQMS))
+        a1.bar(x, means, yerr=[lo, hi], color=["#2a7", "#c84", "#c44", "#48c"], capsize=4)
+        a1.axhline(1.0, color="k", lw=0.8, ls="--")
+        a1.set_yscale("log")
+        a1.set_xticks(x, AQMS)
+        a1.set_ylabel("DCTCP : CUBIC per-flow throughput")
+        a1.set_title("Throughput balance (whiskers: range over flow mixes)")
+        width = 0.2
+        for i, (sub, p) in enumerate([("l4s", "p50"), ("l4s", "p99"), ("classic", "p50"), ("classic", "p99")]):
+            vals = []
+            for aqm in AQMS:
+
+                def f(s: dict[str, Any], sub: str = sub, p: str = p) -> float | None:
+                    try:
+                        st = subqueue(s, sub)
+                    except KeyError:  # single queue: the whole queue
+                        st = queue_of(s)
+                    return (st.get("sojourn_ms") or {}).get(p)
+
+                vals.append(runs.mean_over(runs.select(aqm=aqm), f))
+            a2.bar(x + (i - 1.5) * width, vals, width, label=f"{sub} {p}")
+        a2.set_xticks(x, AQMS)
+        a2.set_yscale("log")
+        a2.set_ylabel("queue delay (ms)")
+        a2.set_title("Queue delay by sub-queue (single queues: whole queue)")
+        a2.set_ylim(top=a2.get_ylim()[1] * 4)
+        a2.legend(fontsize="small", ncols=4, loc="upper center")
+        return {"coexistence": fig}

@@ -1,0 +1,387 @@
+"""The machinery shared by every reproduction.
+
+An :class:`Experiment` builds scenarios (:class:`Case`) and states the
+paper's claims (:class:`Claim`): the paper's figure, how aqmlab measures it,
+and the tolerance within which the two count as agreeing. :func:`reproduce`
+runs the cases through the sweep machinery (parallel, cached by content
+hash), evaluates each claim and writes results, plots and a report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aqmlab.scenario import ScenarioError, atomic_write_text
+from aqmlab.sweep import (
+    DEFAULT_CACHE_DIR,
+    Cache,
+    Outcome,
+    Point,
+    SweepProgress,
+    make_point,
+    run_points,
+)
+
+__all__ = [
+    "Case",
+    "Claim",
+    "Experiment",
+    "ExperimentUnavailable",
+    "ReproduceResult",
+    "Runs",
+    "Verdict",
+    "missing_requirements",
+    "reproduce",
+]
+
+
+class ExperimentUnavailable(ScenarioError):
+    """The experiment cannot run on this engine (one line; CLI exit code 2)."""
+
+
+@dataclass
+class Case:
+    """One scenario of an experiment; ``tags`` say what varies (aqm, flows, ...)."""
+
+    label: str
+    scenario: dict[str, Any]
+    tags: dict[str, Any] = field(default_factory=dict)
+
+
+class Runs:
+    """The summaries of an experiment's cases, one per seed."""
+
+    def __init__(self, cases: Sequence[Case], summaries: dict[str, list[dict[str, Any]]]):
+        self.cases = list(cases)
+        self._by_label = summaries
+
+    def select(self, **tags: Any) -> list[Case]:
+        """Cases whose tags match every given value (a list/tuple/set matches any of its values)."""
+
+        def ok(c: Case) -> bool:
+            for k, v in tags.items():
+                if isinstance(v, (list, tuple, set)):
+                    if c.tags.get(k) not in v:
+                        return False
+                elif c.tags.get(k) != v:
+                    return False
+            return True
+
+        return [c for c in self.cases if ok(c)]
+
+    def summaries(self, label: str) -> list[dict[str, Any]]:
+        return self._by_label.get(label, [])
+
+    def mean(self, label: str, fn: Callable[[dict[str, Any]], float | None]) -> float:
+        """Mean over seeds of ``fn(summary)``; NaN when no seed has a value."""
+        xs = []
+        for s in self.summaries(label):
+            try:
+                v = fn(s)
+            except (KeyError, IndexError, TypeError, ZeroDivisionError):
+                v = None
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                xs.append(float(v))
+        return sum(xs) / len(xs) if xs else math.nan
+
+    def mean_over(self, cases: Sequence[Case], fn: Callable[[dict[str, Any]], float | None]) -> float:
+        """Mean over cases of each case's mean over seeds."""
+        vals = [self.mean(c.label, fn) for c in cases]
+        vals = [v for v in vals if not math.isnan(v)]
+        return sum(vals) / len(vals) if vals else math.nan
+
+
+@dataclass
+class Claim:
+    """A statement from the paper and how aqmlab checks it."""
+
+    text: str
+    paper: str
+    source: str
+    measure: Callable[[Runs], float | None]
+    passes: Callable[[float], bool]
+    tolerance: str
+    unit: str = ""
+    digits: int = 3
+
+
+@dataclass
+class Verdict:
+    claim: Claim
+    measured: float | None
+    verdict: str  # "pass" | "differs" | "n/a"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim.text,
+            "paper": self.claim.paper,
+            "source": self.claim.source,
+            "measured": self.measured,
+            "unit": self.claim.unit,
+            "tolerance": self.claim.tolerance,
+            "verdict": self.verdict,
+        }
+
+    @property
+    def measured_text(self) -> str:
+        if self.measured is None:
+            return "–"
+        unit = f" {self.claim.unit}" if self.claim.unit else ""
+        return f"{self.measured:.{self.claim.digits}g}{unit}"
+
+
+class Experiment:
+    """Subclass and fill in: name, title, source, requirements, cases, claims."""
+
+    name: str = ""
+    title: str = ""
+    #: Where the claims come from (the seed document and what it cites).
+    source: str = ""
+    #: What the experiment does, in a sentence or two (shown in the report).
+    description: str = ""
+    requires_aqm: tuple[str, ...] = ()
+    requires_cc: tuple[str, ...] = ()
+    #: Set for experiments whose engine support does not exist yet.
+    pending: str | None = None
+
+    def cases(self, quick: bool) -> list[Case]:
+        raise NotImplementedError
+
+    def claims(self) -> list[Claim]:
+        raise NotImplementedError
+
+    def seeds(self, quick: bool) -> list[int]:
+        return [1] if quick else [1, 2, 3]
+
+    def showcase(self, quick: bool) -> list[str]:
+        """Labels of cases whose full results (time series, plots, report) are written."""
+        return []
+
+    def figures(self, runs: Runs) -> dict[str, Any]:
+        """Experiment-level figures (name -> matplotlib Figure)."""
+        return {}
+
+
+def missing_requirements(exp: Experiment) -> list[str]:
+    """AQMs/CCs the experiment needs that this engine does not have."""
+    import aqmlab
+
+    reg = aqmlab.registry()
+    miss = [f"AQM '{a}'" for a in exp.requires_aqm if a not in reg["aqm"]]
+    miss += [f"CC '{c}'" for c in exp.requires_cc if c not in reg["cc"]]
+    return miss
+
+
+def check_available(exp: Experiment) -> None:
+    if exp.pending:
+        raise ExperimentUnavailable(f"{exp.name} is not yet available: {exp.pending}")
+    miss = missing_requirements(exp)
+    if miss:
+        import aqmlab
+
+        have = ", ".join(aqmlab.registry()["aqm"])
+        raise ExperimentUnavailable(
+            f"{exp.name} needs {', '.join(miss)}, which this engine does not have yet (AQMs here: {have}); "
+            "it runs as soon as they are registered"
+        )
+
+
+@dataclass
+class ReproduceResult:
+    experiment: Experiment
+    quick: bool
+    runs: Runs
+    verdicts: list[Verdict]
+    out_dir: Path | None
+    counts: dict[str, int]
+
+    @property
+    def all_pass(self) -> bool:
+        return all(v.verdict == "pass" for v in self.verdicts)
+
+
+def reproduce(
+    exp: Experiment,
+    *,
+    quick: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    cache_dir: str | os.PathLike[str] | None = DEFAULT_CACHE_DIR,
+    progress: SweepProgress | None = None,
+    on_case: Callable[[str], object] | None = None,
+) -> ReproduceResult:
+    """Run an experiment, check its claims, write outputs to ``out``."""
+    from aqmlab.results import run as run_one
+
+    check_available(exp)
+    cases = exp.cases(quick)
+    labels = [c.label for c in cases]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"{exp.name}: case labels must be unique")
+    seeds = exp.seeds(quick)
+    points: list[Point] = []
+    owner: dict[int, str] = {}
+    for c in cases:
+        for seed in seeds:
+            try:
+                p = make_point(c.scenario, {}, seed)
+            except ScenarioError as e:
+                raise ExperimentUnavailable(f"{exp.name}: case {c.label}: {e}") from None
+            owner[len(points)] = c.label
+            points.append(p)
+
+    out_dir = Path(out) if out is not None else None
+    # Showcase cases run here first with every table (for plots and a
+    # report); their summaries go into the cache, so the batch skips them.
+    cache = Cache(cache_dir) if cache_dir is not None else None
+    showcased: dict[str, Any] = {}
+    showcase_keys: set[str] = set()
+    for label in exp.showcase(quick):
+        case = next(c for c in cases if c.label == label)
+        if on_case is not None:
+            on_case(label)
+        r = run_one(case.scenario, seed=seeds[0])
+        showcased[label] = r
+        key = next(p.key for i, p in enumerate(points) if owner[i] == label and p.seed == seeds[0])
+        showcase_keys.add(key)
+        if cache is not None:
+            cache.put(key, r.summary)
+    outcomes: list[Outcome] = run_points(points, jobs=jobs, cache_dir=cache_dir, progress=progress)
+    for o in outcomes:  # simulated above, in this call: count them as runs
+        if o.point.key in showcase_keys and o.status == "cached":
+            o.status = "ran"
+    if cache is None:  # no cache: the showcase runs still count
+        for i, o in enumerate(outcomes):
+            if owner[i] in showcased and o.point.seed == seeds[0] and o.summary is None:
+                o.summary = showcased[owner[i]].summary
+    by_label: dict[str, list[dict[str, Any]]] = {c.label: [] for c in cases}
+    counts = {"cached": 0, "ran": 0, "failed": 0}
+    for i, o in enumerate(outcomes):
+        counts[o.status] += 1
+        if o.summary is not None:
+            by_label[owner[i]].append(o.summary)
+    runs = Runs(cases, by_label)
+    verdicts = []
+    for claim in exp.claims():
+        try:
+            m = claim.measure(runs)
+        except (KeyError, IndexError, TypeError, ZeroDivisionError, StopIteration):
+            m = None
+        if m is not None and (isinstance(m, float) and math.isnan(m)):
+            m = None
+        verdict = "n/a" if m is None else ("pass" if claim.passes(float(m)) else "differs")
+        verdicts.append(Verdict(claim, None if m is None else float(m), verdict))
+    result = ReproduceResult(exp, quick, runs, verdicts, out_dir, counts)
+    if out_dir is not None:
+        _write_outputs(result, outcomes, owner, showcased)
+    return result
+
+
+def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[int, str], showcased: dict[str, Any]) -> None:
+    import html
+
+    import matplotlib.pyplot as plt
+
+    from aqmlab.plots import png_bytes
+    from aqmlab.report import image, page, table
+    from aqmlab.results import _parquet_bytes
+    from aqmlab.scenario import atomic_write_bytes
+    from aqmlab.sweep import flatten_summary
+
+    exp, out = res.experiment, res.out_dir
+    assert out is not None
+    import pandas as pd
+
+    tags_of = {c.label: c.tags for c in res.runs.cases}
+    rows = []
+    for i, o in enumerate(outcomes):
+        row = {"case": owner[i], **{k: _scalar(v) for k, v in tags_of[owner[i]].items()}, "seed": o.point.seed,
+               "status": o.status, "error": o.error or ""}  # fmt: skip
+        if o.summary is not None:
+            row.update(flatten_summary(o.summary))
+        rows.append(row)
+    atomic_write_bytes(out / "runs.parquet", _parquet_bytes(pd.DataFrame(rows)))
+    doc = {
+        "experiment": exp.name,
+        "title": exp.title,
+        "source": exp.source,
+        "quick": res.quick,
+        "seeds": exp.seeds(res.quick),
+        "cases": len(res.runs.cases),
+        "runs": res.counts,
+        "claims": [v.as_dict() for v in res.verdicts],
+    }
+    atomic_write_text(out / "claims.json", json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    figs = {}
+    for name, fig in exp.figures(res.runs).items():
+        if fig is None:
+            continue
+        try:
+            figs[name] = png_bytes(fig)
+            atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
+        finally:
+            plt.close(fig)
+    case_links = []
+    for label, r in showcased.items():
+        d = out / "cases" / _slug(label)
+        r.save(d)
+        case_links.append(f'<li><a href="cases/{_slug(label)}/report.html">{html.escape(label)}</a></li>')
+    parts = [f"<h1>{html.escape(exp.title)}</h1>", f"<p>{html.escape(exp.description)}</p>",
+             f'<p class="muted">Source: {html.escape(exp.source)}. Mode: {"quick" if res.quick else "full"}; '
+             f"{len(res.runs.cases)} cases × {len(exp.seeds(res.quick))} seed(s).</p>", "<h2>Claims</h2>"]  # fmt: skip
+    rows_html = [[v.claim.text, v.claim.paper, v.measured_text, v.claim.tolerance,
+                  f'<span class="{v.verdict.replace("/", "")}">{v.verdict}</span>'] for v in res.verdicts]  # fmt: skip
+    parts.append(table(["claim", "paper", "measured", "tolerance", "verdict"], rows_html, left=4, raw_cols=(4,)))
+    parts.append("<p class=\"muted\">" + "<br>".join(html.escape(f"{v.claim.text}: {v.claim.source}") for v in res.verdicts) + "</p>")
+    if figs:
+        parts.append("<h2>Figures</h2>")
+        parts += [image(png, name) for name, png in figs.items()]
+    if case_links:
+        parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
+    atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
+
+
+def _scalar(v: Any) -> Any:
+    return v if isinstance(v, (str, int, float, bool)) or v is None else json.dumps(v, sort_keys=True)
+
+
+def _slug(label: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label)
+
+
+# ---------------------------------------------------------------------------
+# Helpers for experiments.
+
+
+def queue_of(summary: dict[str, Any], name: str = "bottleneck") -> dict[str, Any]:
+    return next(q for q in summary["queues"] if q["name"] == name)
+
+
+def subqueue(summary: dict[str, Any], prefix: str, name: str = "bottleneck") -> dict[str, Any]:
+    """Statistics of the sub-queue whose name starts with ``prefix`` (e.g. "l4s")."""
+    subs = queue_of(summary, name).get("subqueues") or {}
+    for k, v in subs.items():
+        if k.lower().startswith(prefix.lower()):
+            return dict(v)
+    raise KeyError(prefix)
+
+
+def total_goodput(summary: dict[str, Any]) -> float:
+    return sum(f["goodput_bps"] for f in summary["flows"] if f["goodput_bps"] is not None)
+
+
+def aqm_param_names(aqm: str) -> set[str]:
+    import aqmlab
+
+    return set(aqmlab.registry()["aqm"].get(aqm, {}).get("defaults", {}))
+
+
+def ecn_params(aqm: str) -> dict[str, Any]:
+    """Turn on ECN marking in an AQM that has an ``ecn`` switch."""
+    return {"ecn": True} if "ecn" in aqm_param_names(aqm) else {}

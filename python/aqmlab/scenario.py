@@ -1,0 +1,525 @@
+"""Scenarios as Python objects that mirror the TOML file key by key.
+
+A scenario is plain data: the TOML tree (``tomllib.load``) is exactly what the
+engine receives, as JSON. These dataclasses give that tree names and
+completion in an editor, and save it back to TOML.
+
+Python never restates a default. A field left at ``None`` is simply absent
+from the file, and the engine fills it in: :meth:`Scenario.normalized` (or
+:func:`validate`) returns the scenario with every default written out, as the
+engine will run it. Checking (unknown keys, unknown AQM or CC names, bad units,
+warm-up longer than the run, ...) is the engine's job too; its errors are one
+line naming the field, e.g. ``bottleneck.aqm: unknown AQM 'fifp' (did you mean
+'fifo'? ...)``, raised here as :class:`ScenarioError`.
+
+Units stay strings ("10Mbps", "5ms", "1.5MB", "250pkt", "10/s"); the engine
+parses them once, at the edge.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import tomli_w
+
+from aqmlab import _engine
+from aqmlab._engine import ScenarioError
+
+__all__ = [
+    "Scenario",
+    "Bottleneck",
+    "Reverse",
+    "RateChange",
+    "Topology",
+    "Link",
+    "FlowGroup",
+    "Workload",
+    "SizeDist",
+    "Tcp",
+    "Metrics",
+    "Engine",
+    "ScenarioError",
+    "ScenarioLike",
+    "load",
+    "loads",
+    "validate",
+    "to_dict",
+    "set_path",
+    "get_path",
+    "dump_toml",
+    "atomic_write_text",
+]
+
+Params = dict[str, Any]
+T = TypeVar("T", bound="_Node")
+
+
+class _UnknownKey(Exception):
+    """Raised inside ``from_dict``; turned into the engine's own message."""
+
+
+@dataclass(kw_only=True)
+class _Node:
+    """Shared (de)serialisation for the scenario dataclasses.
+
+    ``_children`` maps a TOML key to the dataclass of its value and whether
+    the value is a list of them; every other field holds plain TOML data.
+    ``extra`` holds keys this Python layer has no field for but the engine
+    accepted (a newer engine); they are written back unchanged.
+    """
+
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The TOML tree of this node; unset (None) fields are left out."""
+        out: dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            if f.name == "extra":
+                continue
+            v = _plain(getattr(self, f.name))
+            if v is None:
+                continue
+            out[f.metadata.get("key", f.name)] = v
+        out.update(_plain(getattr(self, "extra", {}) or {}))
+        return out
+
+    @classmethod
+    def _from_tree(cls: type[T], d: Mapping[str, Any], unknown: list[str] | None = None) -> T:
+        if not isinstance(d, Mapping):
+            raise _UnknownKey()
+        by_key = {f.metadata.get("key", f.name): f for f in fields(cls) if f.name != "extra"}  # type: ignore[arg-type]
+        kwargs: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for k, v in d.items():
+            f = by_key.get(k)
+            if f is None:
+                if unknown is None:
+                    raise _UnknownKey()
+                unknown.append(k)
+                extra[k] = copy.deepcopy(v)
+                continue
+            child = cls._children.get(k)
+            if child is not None and v is not None:
+                sub, is_list = child
+                if is_list:
+                    if not isinstance(v, list):
+                        raise _UnknownKey()
+                    v = [sub._from_tree(x, unknown) for x in v]
+                else:
+                    v = sub._from_tree(v, unknown)
+            elif isinstance(v, (dict, list)):
+                v = copy.deepcopy(v)
+            kwargs[f.name] = v
+        if extra:
+            kwargs["extra"] = extra
+        try:
+            return cls(**kwargs)
+        except TypeError as e:  # a required key is missing
+            raise _UnknownKey() from e
+
+
+def _plain(v: Any) -> Any:
+    """Dataclasses to dicts; drop None (TOML has no null: None means 'unset')."""
+    if isinstance(v, _Node):
+        return v.to_dict()
+    if isinstance(v, Mapping):
+        return {k: _plain(x) for k, x in v.items() if x is not None}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v if x is not None]
+    return v
+
+
+def _key(name: str) -> Any:
+    return field(default=None, metadata={"key": name})
+
+
+# ---------------------------------------------------------------------------
+# The tree. Field names are the TOML keys (``from_`` is ``from``).
+
+
+@dataclass(kw_only=True)
+class RateChange(_Node):
+    """``rate_schedule`` entry: from time ``at`` the link runs at ``rate``."""
+
+    at: str
+    rate: str
+
+
+@dataclass(kw_only=True)
+class Reverse(_Node):
+    """``[bottleneck.reverse]``: a queue on the ACK path."""
+
+    rate: str
+    aqm: str | None = None
+    params: Params | None = None
+    buffer: str | None = None
+
+
+@dataclass(kw_only=True)
+class Bottleneck(_Node):
+    """``[bottleneck]``: the dumbbell's shared link."""
+
+    rate: str
+    delay: str | None = None
+    buffer: str | None = None
+    aqm: str | None = None
+    params: Params | None = None
+    loss: float | None = None
+    mark: float | None = None
+    rate_schedule: list[RateChange] | None = None
+    access_rate: str | None = None
+    reverse: Reverse | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {
+        "rate_schedule": (RateChange, True),
+        "reverse": (Reverse, False),
+    }
+
+
+@dataclass(kw_only=True)
+class Link(_Node):
+    """``[[topology.links]]`` entry. ``from_`` is written as ``from``."""
+
+    from_: str = field(metadata={"key": "from"})
+    to: str
+    name: str | None = None
+    rate: str | None = None
+    delay: str | None = None
+    buffer: str | None = None
+    aqm: str | None = None
+    params: Params | None = None
+    loss: float | None = None
+    mark: float | None = None
+    rate_schedule: list[RateChange] | None = None
+    duplex: bool | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"rate_schedule": (RateChange, True)}
+
+
+@dataclass(kw_only=True)
+class Topology(_Node):
+    """``[topology]``: an explicit graph instead of ``[bottleneck]``."""
+
+    links: list[Link] = field(default_factory=list)
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"links": (Link, True)}
+
+
+@dataclass(kw_only=True)
+class FlowGroup(_Node):
+    """``[[flows]]`` entry: ``count`` flows alike."""
+
+    cc: str
+    count: int | None = None
+    label: str | None = None
+    rtt: str | None = None
+    src: str | None = None
+    dst: str | None = None
+    ecn: str | None = None
+    params: Params | None = None
+    start: str | None = None
+    start_jitter: str | None = None
+    stop: str | None = None
+    size: str | None = None
+    rate: str | None = None
+    packet_size: str | None = None
+
+
+@dataclass(kw_only=True)
+class SizeDist(_Node):
+    """``[workloads.size]``: flow-size distribution."""
+
+    dist: str
+    min: str | None = None
+    max: str | None = None
+    mean: str | None = None
+    shape: float | None = None
+
+
+@dataclass(kw_only=True)
+class Workload(_Node):
+    """``[[workloads]]`` entry: finite flows arriving over time."""
+
+    kind: str
+    rate: str
+    size: SizeDist
+    cc: str
+    arrival: str | None = None
+    label: str | None = None
+    rtt: str | None = None
+    src: str | None = None
+    dst: str | None = None
+    ecn: str | None = None
+    params: Params | None = None
+    start: str | None = None
+    stop: str | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"size": (SizeDist, False)}
+
+
+@dataclass(kw_only=True)
+class Tcp(_Node):
+    """``[tcp]``: TCP knobs shared by all flows."""
+
+    mtu_bytes: int | None = None
+    header_bytes: int | None = None
+    delayed_ack: bool | None = None
+    delack_count: int | None = None
+    delack_timeout: str | None = None
+    rto_min: str | None = None
+    rto_max: str | None = None
+    rto_initial: str | None = None
+    dupthresh: int | None = None
+    pacing: bool | None = None
+    pacing_ss_ratio: float | None = None
+    pacing_ca_ratio: float | None = None
+    receiver_ecn: bool | None = None
+    rwnd: str | None = None
+
+
+@dataclass(kw_only=True)
+class Metrics(_Node):
+    """``[metrics]``: which collectors run."""
+
+    interval: str | None = None
+    timeseries: bool | None = None
+    sojourn_histograms: bool | None = None
+    sojourn_samples_every: int | None = None
+
+
+@dataclass(kw_only=True)
+class Engine(_Node):
+    """``[engine]``: how the engine runs (never what it simulates)."""
+
+    lookahead: bool | None = None
+
+
+@dataclass(kw_only=True)
+class Scenario(_Node):
+    """A whole scenario file. See docs/scenario.md for every field."""
+
+    duration: str
+    name: str | None = None
+    description: str | None = None
+    warmup: str | None = None
+    seed: int | None = None
+    bottleneck: Bottleneck | None = None
+    topology: Topology | None = None
+    flows: list[FlowGroup] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    tcp: Tcp | None = None
+    metrics: Metrics | None = None
+    engine: Engine | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {
+        "bottleneck": (Bottleneck, False),
+        "topology": (Topology, False),
+        "flows": (FlowGroup, True),
+        "workloads": (Workload, True),
+        "tcp": (Tcp, False),
+        "metrics": (Metrics, False),
+        "engine": (Engine, False),
+    }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        # Empty lists say nothing; leave them out so a round trip is exact.
+        for k in ("flows", "workloads"):
+            if d.get(k) == []:
+                del d[k]
+        return d
+
+    @classmethod
+    def from_dict(cls, tree: Mapping[str, Any]) -> Scenario:
+        """Build from a TOML/JSON tree. Keys the engine does not know raise
+        :class:`ScenarioError` with the engine's one-line message; keys it
+        knows but this Python layer has no field for are kept in ``extra``."""
+        unknown: list[str] = []
+        try:
+            s = cls._from_tree(tree, unknown)
+        except _UnknownKey:
+            _engine.validate(json.dumps(_plain(tree)))  # raises the precise error
+            raise ScenarioError("scenario: not a valid scenario tree (a table where a value belongs?)") from None
+        if unknown:
+            _engine.validate(json.dumps(_plain(tree)))  # unknown to the engine too: its error, with "did you mean"
+        return s
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Scenario:
+        """Read a TOML scenario file (not yet validated: see :meth:`normalized`)."""
+        return cls.from_dict(_read_toml(path))
+
+    def normalized(self) -> Scenario:
+        """Validated by the engine, with every default filled in."""
+        return Scenario.from_dict(validate(self))
+
+    def to_toml(self) -> str:
+        return dump_toml(self.to_dict())
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the scenario as TOML (atomically: temp file, then rename)."""
+        return atomic_write_text(path, self.to_toml())
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def set(self, path: str, value: Any) -> Scenario:
+        """A copy with the value at a dotted path replaced, e.g.
+        ``s.set("bottleneck.aqm", "step")`` or ``s.set("flows[0].count", 4)``."""
+        tree = self.to_dict()
+        set_path(tree, path, value)
+        return Scenario.from_dict(tree)
+
+
+ScenarioLike = Scenario | Mapping[str, Any] | str | os.PathLike[str]
+
+
+# ---------------------------------------------------------------------------
+# Reading, validating, writing.
+
+
+def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: invalid TOML: {e}") from None
+    except FileNotFoundError:
+        raise ScenarioError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{p}: is a directory, not a scenario file") from None
+
+
+def loads(text: str) -> Scenario:
+    """Parse TOML text into a :class:`Scenario`."""
+    try:
+        return Scenario.from_dict(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"invalid TOML: {e}") from None
+
+
+def load(path: str | os.PathLike[str]) -> Scenario:
+    """Read a TOML scenario file."""
+    return Scenario.load(path)
+
+
+def to_dict(scenario: ScenarioLike) -> dict[str, Any]:
+    """The plain tree of a scenario given as an object, a tree or a TOML path."""
+    if isinstance(scenario, Scenario):
+        return scenario.to_dict()
+    if isinstance(scenario, Mapping):
+        return _plain(scenario)
+    if isinstance(scenario, (str, os.PathLike)):
+        return _read_toml(scenario)
+    raise TypeError(f"expected a Scenario, a dict or a path to a TOML file, got {type(scenario).__name__}")
+
+
+def validate(scenario: ScenarioLike) -> dict[str, Any]:
+    """Check a scenario with the engine; return it normalised (all defaults
+    filled in). Raises :class:`ScenarioError` with a one-line message."""
+    return json.loads(_engine.validate(json.dumps(to_dict(scenario))))
+
+
+def dump_toml(tree: Mapping[str, Any]) -> str:
+    """TOML text of a scenario tree (None values, which TOML cannot hold, are
+    left out: for the engine an absent key and null are the same)."""
+    return tomli_w.dumps(_plain(tree))
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    return atomic_write_bytes(path, text.encode())
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write to a temporary file next to ``path``, then rename over it, so a
+    reader (or a crash) never sees half a file and an old file survives a
+    failed write."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p
+
+
+# ---------------------------------------------------------------------------
+# Dotted paths into a tree: "bottleneck.params.threshold", "flows[0].count".
+
+_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _parse_path(path: str) -> list[str | int]:
+    parts: list[str | int] = []
+    pos = 0
+    s = path.strip()
+    while pos < len(s):
+        if s[pos] == "." and parts:
+            pos += 1
+        m = _PART.match(s, pos)
+        if not m:
+            raise ScenarioError(f"'{path}': not a parameter path (write e.g. bottleneck.aqm or flows[0].count)")
+        parts.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
+        pos = m.end()
+    if not parts or not isinstance(parts[0], str):
+        raise ScenarioError(f"'{path}': not a parameter path (write e.g. bottleneck.aqm or flows[0].count)")
+    return parts
+
+
+def set_path(tree: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``value`` at ``path`` in ``tree`` (in place), creating tables on
+    the way. Whether the key exists is left to the engine's validation, which
+    names unknown keys with a "did you mean"."""
+    parts = _parse_path(path)
+    node: Any = tree
+    where = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if isinstance(part, int):
+            if not isinstance(node, list):
+                raise ScenarioError(f"'{path}': {where or 'scenario'} is not a list")
+            if part >= len(node):
+                raise ScenarioError(f"'{path}': {where} has {len(node)} entries, so [{part}] is out of range")
+            if last:
+                node[part] = value
+            else:
+                node = node[part]
+            where += f"[{part}]"
+        else:
+            if not isinstance(node, dict):
+                raise ScenarioError(f"'{path}': {where or 'scenario'} is not a table")
+            if last:
+                node[part] = value
+            else:
+                nxt = node.get(part)
+                if nxt is None:
+                    nxt = [] if isinstance(parts[i + 1], int) else {}
+                    node[part] = nxt
+                node = nxt
+            where = f"{where}.{part}" if where else part
+
+
+def get_path(tree: Mapping[str, Any], path: str) -> Any:
+    """The value at ``path``, or None when absent."""
+    node: Any = tree
+    for part in _parse_path(path):
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node

@@ -1,0 +1,44 @@
+"""Shared helpers: run the CLI as a user would, small scenarios, paths."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SCENARIO_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.toml") if p.name != "sweep.toml")
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m aqmlab ARGS`` (what the console script does)."""
+    e = dict(os.environ)
+    e.pop("AQMLAB_DEBUG", None)
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "aqmlab", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=e
+    )
+
+
+def tiny(**over: Any) -> dict[str, Any]:
+    """A scenario that runs in milliseconds."""
+    s: dict[str, Any] = {
+        "name": "tiny",
+        "duration": "2s",
+        "warmup": "500ms",
+        "bottleneck": {"rate": "10Mbps", "buffer": "30ms"},
+        "flows": [{"cc": "cubic", "rtt": "20ms", "count": 2, "start_jitter": "50ms"}, {"cc": "dctcp", "rtt": "20ms"}],
+    }
+    s.update(over)
+    return s
+
+
+@pytest.fixture
+def tmp_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,0 +1,140 @@
+"""The Python API mirrors the CLI: run -> Result with DataFrames and plots;
+engine errors surface as Python exceptions."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import aqmlab
+import matplotlib.figure
+import pandas as pd
+import pytest
+from aqmlab import Result, ScenarioError, _engine
+from aqmlab import cli as cli_mod
+from conftest import EXAMPLES, ROOT, tiny
+
+
+def test_all_is_explicit_and_resolves() -> None:
+    assert "run" in aqmlab.__all__ and "sweep" in aqmlab.__all__ and "Scenario" in aqmlab.__all__
+    for name in aqmlab.__all__:
+        assert getattr(aqmlab, name) is not None
+    assert callable(aqmlab.sweep) and callable(aqmlab.run)
+
+
+def test_import_is_light() -> None:
+    code = "import sys, aqmlab; print(sorted(m for m in ('pandas', 'matplotlib', 'rich') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_run_returns_dataframes() -> None:
+    r = aqmlab.run(tiny())
+    assert isinstance(r, Result)
+    assert isinstance(r.flows, pd.DataFrame) and len(r.flows) == 3
+    assert {"id", "cc", "ecn", "goodput_bps", "retransmits", "base_rtt_ms", "fct_s"} <= set(r.flows.columns)
+    assert isinstance(r.queues, pd.DataFrame)
+    assert {"queue", "subqueue", "utilization", "drop_rate", "mark_rate", "sojourn_p99_ms"} <= set(r.queues.columns)
+    ts = r.timeseries
+    assert isinstance(ts, pd.DataFrame) and {"t_s", "flow", "goodput_bps", "cwnd_segs", "label"} <= set(ts.columns)
+    assert ts["flow"].nunique() == 3
+    assert set(r.queue_timeseries["queue"]) == {"bottleneck"}
+    # The DataFrames agree with the summary (they are the same engine numbers).
+    for f in r.summary["flows"]:
+        row = r.flows.set_index("id").loc[f["id"]]
+        assert row["goodput_bps"] == pytest.approx(f["goodput_bps"])
+        assert row["retransmits"] == f["retransmits"]
+    assert r.queues.iloc[0]["utilization"] == r.queue()["utilization"]
+    assert r.summary["scenario"]["seed"] == 1 and r.perf["events"] > 0 and 0 < r.fairness["jain"] <= 1
+
+
+def test_run_accepts_scenario_objects_paths_and_seed() -> None:
+    path = EXAMPLES / "dumbbell.toml"
+    a = aqmlab.run(path)
+    b = aqmlab.run(aqmlab.load(path))
+    c = aqmlab.run(str(path), seed=5)
+    assert a.summary["flows"] == b.summary["flows"]
+    assert c.summary["seed"] == 5 and c.summary["flows"] != a.summary["flows"]
+
+
+def test_plots_return_figures_with_data() -> None:
+    r = aqmlab.run(tiny())
+    for name in ("goodput", "sojourn_cdf", "cwnd", "probabilities"):
+        fig = getattr(r.plot, name)()
+        assert isinstance(fig, matplotlib.figure.Figure), name
+        assert any(ax.lines for ax in fig.axes), name
+    assert r.plot.fct() is None  # no finite flows
+    cw = r.plot.cwnd()
+    assert len(cw.axes[0].lines) == 3
+    cdf = r.plot.sojourn_cdf()
+    y = cdf.axes[0].lines[0].get_ydata()
+    assert y[0] == 0 and abs(y[-1] - 1) < 1e-12 and all(y[i] <= y[i + 1] for i in range(len(y) - 1))
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    r = aqmlab.run(tiny())
+    files = r.save(tmp_path / "o")
+    assert files["report"].exists() and len(files["plots"]) == 4
+    back = Result.load(tmp_path / "o")
+    assert back.summary == r.summary
+    pd.testing.assert_frame_equal(back.flows, r.flows, check_dtype=False)
+    assert len(back.timeseries) == len(r.timeseries)
+
+
+def test_progress_callback_is_called_and_can_abort() -> None:
+    long = tiny(duration="20s", bottleneck={"rate": "100Mbps"})
+    seen: list[float] = []
+    aqmlab.run(long, progress=seen.append)
+    assert seen and seen[-1] == pytest.approx(20.0) and seen == sorted(seen)
+
+    class Stop(Exception):
+        pass
+
+    def stop(t: float) -> None:
+        raise Stop()
+
+    with pytest.raises(Stop):
+        aqmlab.run(long, progress=stop)
+
+
+def test_invalid_scenario_raises_scenario_error() -> None:
+    with pytest.raises(ScenarioError, match=r"^bottleneck\.aqm: unknown AQM 'fifp' \(did you mean 'fifo'\?"):
+        aqmlab.run(tiny(bottleneck={"rate": "1Mbps", "aqm": "fifp"}))
+    assert issubclass(ScenarioError, ValueError)
+
+
+def test_rust_panic_surfaces_as_python_exception() -> None:
+    with pytest.raises(RuntimeError, match="engine panic: deliberate test panic"):
+        _engine._panic_for_test()
+    # The engine is still usable afterwards.
+    assert aqmlab.run(tiny()).perf["events"] > 0
+
+
+def test_cli_turns_an_engine_failure_into_one_line_exit_1(monkeypatch, capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def boom(*a, **k):  # type: ignore[no-untyped-def]
+        _engine._panic_for_test()
+
+    monkeypatch.setattr(_engine, "run", boom)
+    code = cli_mod.main(["run", str(EXAMPLES / "dumbbell.toml"), "--out", str(tmp_path / "o"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.strip().splitlines() == ["aqmlab: engine error: engine panic: deliberate test panic"]
+    assert not (tmp_path / "o").exists()
+
+
+def test_stub_file_matches_the_extension() -> None:
+    tree = ast.parse((ROOT / "python" / "aqmlab" / "_engine.pyi").read_text())
+    stubbed = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    stubbed |= {t.target.id for t in tree.body if isinstance(t, ast.AnnAssign) and isinstance(t.target, ast.Name)}
+    public = {n for n in dir(_engine) if not n.startswith("__") or n == "__version__"}
+    assert stubbed - {"Column"} == public
+
+
+def test_api_example_runs(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "api.py"), str(tmp_path / "o")], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "report.html").exists()
+    assert "Jain's index" in proc.stdout

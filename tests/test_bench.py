@@ -1,0 +1,66 @@
+"""`aqmlab bench`: JSON fields and deterministic work counts (no timing asserts:
+speed belongs in the benchmark itself)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aqmlab
+from aqmlab.bench import SCENARIOS, scenario
+from aqmlab.scenario import validate
+from conftest import cli
+
+FIELDS = {"name", "sim_s", "bottleneck_packets", "events", "wall_s", "pkts_per_s", "events_per_s", "peak_rss_mb"}
+
+
+def _bench_json(tmp_path: Path, *args: str) -> list[dict]:
+    proc = cli("bench", "--json", *args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_bench_json_fields_and_deterministic_work(tmp_path: Path) -> None:
+    a = _bench_json(tmp_path, "--only", "A-10", "--only", "C-1000", "--repeat", "2", "--duration", "20ms")
+    b = _bench_json(tmp_path, "--only", "A-10", "--only", "C-1000", "--duration", "20ms")
+    assert [r["name"] for r in a] == ["A-10", "C-1000"]
+    for r in a:
+        assert FIELDS <= set(r)
+        assert r["sim_s"] == 0.02 and r["events"] > 0 and r["bottleneck_packets"] > 0
+        assert r["wall_s"] > 0 and r["pkts_per_s"] > 0 and r["events_per_s"] > 0 and r["peak_rss_mb"] > 1
+    for x, y in zip(a, b, strict=True):
+        assert (x["events"], x["bottleneck_packets"]) == (y["events"], y["bottleneck_packets"])
+
+
+def test_every_bench_scenario_matches_its_definition() -> None:
+    reg = aqmlab.registry()
+    for name in SCENARIOS:
+        s = scenario(name)
+        assert s["metrics"]["timeseries"] is False
+        if s["bottleneck"]["aqm"] not in reg["aqm"]:
+            continue
+        n = validate(s)
+        if name.startswith(("A", "C")):
+            assert n["bottleneck"]["rate"] == "10Gbps" and n["duration"] == "10s"
+            assert n["bottleneck"]["buffer"] == "250pkt" and n["bottleneck"]["params"]["threshold"] == "65pkt"
+            assert n["tcp"]["mtu_bytes"] == 1500
+            assert sum(f["count"] for f in n["flows"]) == int(name.split("-")[1])
+            assert n["flows"][0]["rtt"] == "100us" and n["flows"][0]["start_jitter"] == "1ms"
+        else:
+            assert n["bottleneck"]["rate"] == "1Gbps" and n["duration"] == "30s"
+            assert [f["cc"] for f in n["flows"]].count("cubic") == 100
+
+
+def test_b_is_skipped_with_a_message_without_dualpi2(tmp_path: Path) -> None:
+    if "dualpi2" in aqmlab.registry()["aqm"]:
+        out = _bench_json(tmp_path, "--only", "B", "--duration", "20ms")
+        assert [r["name"] for r in out] == ["B"]
+        return
+    proc = cli("bench", "--json", "--only", "B", cwd=tmp_path)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []
+    assert "B: skipped (needs AQM 'dualpi2'" in proc.stderr
+
+
+def test_unknown_bench_name_is_exit_2(tmp_path: Path) -> None:
+    proc = cli("bench", "--only", "Z", cwd=tmp_path)
+    assert proc.returncode == 2 and "aqmlab: error: --only: unknown benchmark 'Z'" in proc.stderr

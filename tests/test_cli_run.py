@@ -1,0 +1,157 @@
+"""`aqmlab run` end to end on every bundled example: files, summary.json
+contract, sane figures, plots and a self-contained report; determinism."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import struct
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from aqmlab.results import TABLES
+from conftest import SCENARIO_EXAMPLES, cli
+
+NUM = (int, float)
+
+
+def check_summary_contract(s: dict[str, Any]) -> None:
+    """The documented summary.json contract (docs/results.md)."""
+    assert isinstance(s["version"], str) and s["version"]
+    assert s["schema"] == 1
+    sc = s["scenario"]
+    assert isinstance(sc, dict) and "duration" in sc and "tcp" in sc and "metrics" in sc  # normalised
+    for k in ("wall_s", "events", "bottleneck_packets"):
+        assert isinstance(s["perf"][k], NUM) and s["perf"][k] >= 0
+    assert isinstance(s["flows"], list) and s["flows"]
+    for f in s["flows"]:
+        assert isinstance(f["id"], int)
+        assert isinstance(f["cc"], str) and f["ecn"] in ("off", "classic", "l4s", "dctcp")
+        assert isinstance(f["rtt_ms"], NUM) and f["rtt_ms"] > 0
+        assert f["goodput_bps"] is None or isinstance(f["goodput_bps"], NUM)
+        assert isinstance(f["bytes"], int) and isinstance(f["retransmits"], int)
+        assert f["fct_s"] is None or isinstance(f["fct_s"], NUM)
+    assert isinstance(s["queues"], list) and s["queues"]
+    for q in s["queues"]:
+        assert isinstance(q["name"], str) and isinstance(q["aqm"], str)
+        for stats in [q, *q["subqueues"].values()]:
+            soj = stats["sojourn_ms"]
+            if soj is not None:
+                for p in ("mean", "p50", "p90", "p99"):
+                    assert isinstance(soj[p], NUM) and soj[p] >= 0
+            assert isinstance(stats["drops"], int) and isinstance(stats["marks"], int)
+        assert isinstance(q["utilization"], NUM)
+        assert isinstance(q["subqueues"], dict)
+    assert "jain" in s["fairness"] and "l4s_classic_ratio" in s["fairness"] or "jain" in s["fairness"]
+
+
+def check_sane(s: dict[str, Any]) -> None:
+    sc = s["scenario"]
+    rates = [_bps(sc["bottleneck"]["rate"])] if "bottleneck" in sc else [_bps(link["rate"]) for link in sc["topology"]["links"] if "rate" in link]
+    top = max(rates)
+    for q in s["queues"]:
+        if q["arrivals"] > 0:
+            assert 0 < q["utilization"] <= 1, q
+        soj = q["sojourn_ms"]
+        if soj:
+            assert soj["p50"] <= soj["p90"] <= soj["p99"] <= soj["max"] + 1e-9
+        assert 0 <= q["drop_rate"] <= 1 and 0 <= q["mark_rate"] <= 1
+    for f in s["flows"]:
+        if f["goodput_bps"] is not None:
+            assert 0 < f["goodput_bps"] <= top, f
+    total = sum(f["goodput_bps"] or 0 for f in s["flows"] if f["fct_s"] is None)
+    assert total <= top * 1.001
+    if s["fairness"]["jain"] is not None:
+        assert 0 < s["fairness"]["jain"] <= 1 + 1e-12
+
+
+def _bps(text: str) -> float:
+    m = re.fullmatch(r"([0-9.]+)(bps|kbps|Kbps|Mbps|Gbps)", text)
+    assert m, text
+    return float(m.group(1)) * {"bps": 1, "kbps": 1e3, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}[m.group(2)]
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    w, h = struct.unpack(">II", data[16:24])
+    return w, h
+
+
+@pytest.mark.parametrize("example", SCENARIO_EXAMPLES, ids=lambda p: p.stem)
+def test_run_example_end_to_end(example: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = cli("run", str(example), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    # Terminal summary: flows, queues, Jain's index.
+    assert "Flows" in proc.stdout and "Queues" in proc.stdout and "Jain's fairness index" in proc.stdout
+    assert "simulated" in proc.stderr  # the progress bar, in simulated seconds
+
+    s = json.loads((out / "summary.json").read_text())
+    check_summary_contract(s)
+    check_sane(s)
+    name = tomllib.loads(example.read_text()).get("name")
+    assert s["scenario"]["name"] == name
+    assert tomllib.loads((out / "scenario.toml").read_text())["name"] == name
+
+    for t in TABLES:
+        df = pd.read_parquet(out / f"{t}.parquet")
+        assert isinstance(df, pd.DataFrame)
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert len(flows) >= len(s["flows"])
+    ts = pd.read_parquet(out / "flow_ts.parquet")
+    assert {"t_s", "flow", "goodput_bps", "cwnd_segs", "srtt_ms"} <= set(ts.columns) and len(ts) > 0
+
+    plots = {p.stem for p in (out / "plots").glob("*.png")}
+    assert {"goodput", "sojourn_cdf", "cwnd", "probabilities"} <= plots
+    finite = any(f["fct_s"] is not None for f in s["flows"]) or s["workload_flows"]["completed"] > 0
+    assert ("fct" in plots) == finite
+    for p in (out / "plots").glob("*.png"):
+        w, h = png_size(p)
+        assert w >= 600 and h >= 300 and p.stat().st_size > 5_000, p
+
+    report = (out / "report.html").read_text()
+    assert report.count("data:image/png;base64,") == len(plots)
+    assert not re.search(r"""(src|href)=["']https?:""", report), "report must be self-contained"
+    assert "<pre>" in report and f'name = "{name}"' in html.unescape(report)  # the scenario, inline
+    assert "Jain" in report
+
+
+def test_web_workload_has_an_fct_plot(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    proc = cli("run", str(Path(__file__).parent.parent / "examples" / "web-workload.toml"), "--out", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "plots" / "fct.png").exists() and not (out / "report.html").exists()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["workload_flows"]["completed"] > 10
+    assert sum(f["fct_s"] is not None for f in s["flows"]) == 3
+
+
+def test_same_seed_gives_identical_summary_except_wall_time(tmp_path: Path) -> None:
+    ex = SCENARIO_EXAMPLES[0]
+    texts = []
+    for i in range(2):
+        proc = cli("run", str(ex), "--out", str(tmp_path / f"o{i}"), "--no-plots", "--no-report", "-q")
+        assert proc.returncode == 0, proc.stderr
+        texts.append((tmp_path / f"o{i}" / "summary.json").read_text())
+    a, b = (re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": 0', t) for t in texts)
+    assert a == b  # byte-identical but for perf.wall_s
+    assert json.loads(texts[0])["perf"]["wall_s"] > 0
+    # Another seed changes the run (the example has random start jitter).
+    proc = cli("run", str(ex), "--out", str(tmp_path / "o2"), "--seed", "7", "--no-plots", "--no-report", "-q")
+    c = re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": 0', (tmp_path / "o2" / "summary.json").read_text())
+    assert proc.returncode == 0 and c != a and json.loads(c)["seed"] == 7
+
+
+def test_rerun_replaces_results_atomically(tmp_path: Path) -> None:
+    ex = SCENARIO_EXAMPLES[0]
+    out = tmp_path / "o"
+    for _ in range(2):
+        assert cli("run", str(ex), "--out", str(out), "--no-plots", "--no-report", "-q").returncode == 0
+    leftovers = [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []

@@ -1,0 +1,100 @@
+"""Every validation error: one line on stderr, naming field, value and what is
+allowed, exit code 2, no traceback, nothing run or written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import cli
+
+BASE = """
+name = "bad"
+duration = "10s"
+warmup = "2s"
+
+[bottleneck]
+rate = "10Mbps"
+aqm = "fifo"
+
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+"""
+
+# (id, edit of BASE, expected start of the message after "aqmlab: error: ", must also contain)
+CASES = [
+    ("unknown-top-level-key", ("duration =", "durration ="), "unknown key 'durration' (did you mean 'duration'?", "allowed:"),
+    ("unknown-nested-key", ('rate = "10Mbps"', 'rtae = "10Mbps"'), "bottleneck: unknown key 'rtae' (did you mean 'rate'?", "allowed:"),
+    ("unknown-aqm", ('aqm = "fifo"', 'aqm = "fifp"'), "bottleneck.aqm: unknown AQM 'fifp' (did you mean 'fifo'?", "allowed: fifo"),
+    ("unknown-cc", ('cc = "cubic"', 'cc = "cubci"'), "flows[0].cc: unknown congestion control 'cubci' (did you mean 'cubic'?", "allowed:"),
+    ("negative-rate", ('rate = "10Mbps"', 'rate = "-10Mbps"'), "bottleneck.rate: '-10Mbps': a rate cannot be negative", ""),
+    ("warmup-longer-than-duration", ('warmup = "2s"', 'warmup = "20s"'), "warmup: 20s must be shorter than duration 10s", ""),
+    ("unknown-aqm-parameter", ('aqm = "fifo"', 'aqm = "step"\nparams = { treshold = "5pkt" }'),
+     "bottleneck.params: unknown key 'treshold' (did you mean 'threshold'?", "allowed:"),
+    ("unknown-ecn", ('rtt = "20ms"', 'rtt = "20ms"\necn = "l4"'), "flows[0].ecn: unknown ECN setting 'l4' (did you mean 'l4s'?", "allowed:"),
+    ("missing-unit", ('duration = "10s"', "duration = 10"), "duration: '10' needs a unit", "units: ns, us"),
+]  # fmt: skip
+
+
+def _write(tmp_path: Path, edit: tuple[str, str]) -> Path:
+    old, new = edit
+    assert old in BASE
+    p = tmp_path / "bad.toml"
+    p.write_text(BASE.replace(old, new, 1))
+    return p
+
+
+def _assert_one_line_error(proc, expected: str, also: str) -> None:  # type: ignore[no-untyped-def]
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    prefix = "aqmlab: error: "
+    assert lines[0].startswith(prefix + expected), lines[0]
+    assert also in lines[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_validation_error_is_one_line_exit_2(case, command: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, edit, expected, also = case
+    f = _write(tmp_path, edit)
+    out = tmp_path / "out"
+    proc = cli(command, str(f), *(["--out", str(out)] if command == "run" else []), cwd=tmp_path)
+    _assert_one_line_error(proc, expected, also)
+    assert not out.exists(), "nothing may be written for an invalid scenario"
+    assert proc.stdout == ""
+
+
+def test_toml_syntax_error_is_one_line_exit_2(tmp_path: Path) -> None:
+    f = tmp_path / "broken.toml"
+    f.write_text('duration = "10s"\n[bottleneck\nrate = "1Mbps"\n')
+    for command in ("validate", "run"):
+        proc = cli(command, str(f), cwd=tmp_path)
+        _assert_one_line_error(proc, f"{f}: invalid TOML: ", "line 2")
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    proc = cli("run", str(tmp_path / "nope.toml"), cwd=tmp_path)
+    _assert_one_line_error(proc, f"{tmp_path / 'nope.toml'}: no such file", "")
+
+
+def test_validate_only_validates(tmp_path: Path) -> None:
+    f = tmp_path / "ok.toml"
+    f.write_text(BASE)
+    proc = cli("validate", str(f), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"{f}: ok"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.toml"]
+    shown = cli("validate", str(f), "--show", cwd=tmp_path)
+    assert 'buffer = "100ms"' in shown.stdout  # the engine's default, shown, not restated in Python
+
+
+def test_bad_set_override_is_a_validation_error(tmp_path: Path) -> None:
+    f = tmp_path / "ok.toml"
+    f.write_text(BASE)
+    proc = cli("validate", str(f), "--set", "bottleneck.aqm=codle", cwd=tmp_path)
+    _assert_one_line_error(proc, "bottleneck.aqm: unknown AQM 'codle'", "allowed:")
+    ok = cli("validate", str(f), "--set", "bottleneck.aqm=step", "--set", "flows[0].count=3", "--show", cwd=tmp_path)
+    assert ok.returncode == 0 and 'aqm = "step"' in ok.stdout and "count = 3" in ok.stdout
