@@ -1,18 +1,11 @@
-// Debug helper: run a scenario file, print perf.
-#[derive(serde::Deserialize)]
-struct Doc {
-    perf: Perf,
-}
-#[derive(serde::Deserialize)]
-struct Perf {
-    bottleneck_packets: f64,
-    events: f64,
-    wall_s: f64,
-}
+// Profiling helper: run a scenario file and print throughput and events by
+// kind (`cargo run --release --example runjson -- scenario.json`).
 fn main() {
-    let s = std::fs::read_to_string(std::env::args().nth(1).unwrap()).unwrap();
+    let s = std::fs::read_to_string(std::env::args().nth(1).expect("scenario.json")).unwrap();
     let r = aqmlab_engine::run_json(&s, |_| true).unwrap();
-    let d: Doc = serde_json::from_str(&r.summary_json).unwrap();
-    let p = d.perf;
-    println!("pkts {} events {} wall {:.3}s -> {:.2} Mpkt/s, {:.2} events/pkt", p.bottleneck_packets, p.events, p.wall_s, p.bottleneck_packets / p.wall_s / 1e6, p.events / p.bottleneck_packets);
+    let v = r.summary();
+    let p = &v["perf"];
+    let pk = p["bottleneck_packets"].as_f64().unwrap();
+    let w = p["wall_s"].as_f64().unwrap();
+    println!("pkts {pk} events {} wall {w:.3}s -> {:.2} Mpkt/s; events/pkt {}", p["events"], pk / w / 1e6, p["events_by_kind"]);
 }

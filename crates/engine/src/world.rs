@@ -28,7 +28,7 @@ use std::sync::Arc;
 /// A flow's sending side.
 #[derive(Debug, Clone)]
 pub enum Source {
-    Tcp(Box<TcpSender>),
+    Tcp(TcpSender),
     Cbr(CbrSource),
 }
 
@@ -58,7 +58,8 @@ pub struct FlowInfo {
 
 #[derive(Debug, Clone)]
 pub struct Flow {
-    pub info: FlowInfo,
+    /// Cold facts, out of line so the hot per-packet state packs tighter.
+    pub info: Box<FlowInfo>,
     pub source: Source,
     pub sink: Sink,
     fwd_route: u32,
@@ -70,8 +71,9 @@ pub struct Flow {
     /// Delivered bytes at the end of the run.
     pub delivered_at_end: u64,
     /// Packets the receiver processed ahead of real time (see
-    /// [`Stage::SinkLine`]): (arrival time, delivered bytes before it), so
-    /// samples count only what has really arrived.
+    /// [`Stage::SinkLine`]) that arrive after the next checkpoint (sample,
+    /// end of warm-up, end of run): (arrival time, delivered bytes before
+    /// it), so checkpoints count only what has really arrived.
     early: VecDeque<(u64, u64)>,
     /// The source runs this far behind real time: its pure-delay first hop
     /// is folded into its clock (see `add_flow`).
@@ -138,6 +140,8 @@ pub struct World {
     lookahead: bool,
     /// After the end: lagging sources finish their last moments (see `catch_up_sources`).
     catching_up: bool,
+    /// The next time delivered bytes are read (sample, end of warm-up, end).
+    next_checkpoint_ns: u64,
     scenario: Scenario,
     sample_interval_ns: u64,
     timeseries: bool,
@@ -178,6 +182,7 @@ impl World {
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
             catching_up: false,
+            next_checkpoint_ns: 0,
             scenario: s.clone(),
             sample_interval_ns: s.metrics.interval_ns,
             timeseries: s.metrics.timeseries,
@@ -246,7 +251,20 @@ impl World {
         if w.timeseries {
             w.events.schedule(0, Event::Sample);
         }
+        w.next_checkpoint_ns = w.checkpoint_after(0);
         Ok(w)
+    }
+
+    /// The first checkpoint (sample, end of warm-up, end) at or after `t`.
+    fn checkpoint_after(&self, t: u64) -> u64 {
+        let mut c = self.end_ns;
+        if self.warmup_ns >= t {
+            c = c.min(self.warmup_ns);
+        }
+        if self.timeseries {
+            c = c.min(t.div_ceil(self.sample_interval_ns) * self.sample_interval_ns);
+        }
+        c
     }
 
     fn next_gap(&mut self, wi: usize) -> u64 {
@@ -294,13 +312,13 @@ impl World {
                     total_bytes: info.size_bytes,
                 };
                 (
-                    Source::Tcp(Box::new(TcpSender::new(spec, &self.tcp))),
+                    Source::Tcp(TcpSender::new(spec, &self.tcp)),
                     Sink::Tcp(TcpReceiver::new(id, &self.tcp, info.size_bytes)),
                 )
             }
         };
         self.flows.push(Flow {
-            info,
+            info: Box::new(info),
             source,
             sink,
             fwd_route,
@@ -531,7 +549,7 @@ impl World {
         let now = self.now_ns;
         let mut out = std::mem::take(&mut self.scratch);
         let flow = &mut self.flows[f];
-        if arrival_ns > now {
+        if arrival_ns > self.next_checkpoint_ns {
             flow.delivered_bytes_at(now); // drop entries that have arrived
             let before = flow.processed_bytes();
             flow.early.push_back((arrival_ns, before));
@@ -699,6 +717,7 @@ impl World {
                 q.end_warmup();
             }
         }
+        self.next_checkpoint_ns = self.checkpoint_after(now + 1);
     }
 
     fn on_sample(&mut self) {
@@ -742,6 +761,7 @@ impl World {
                 }
             }
         }
+        self.next_checkpoint_ns = self.checkpoint_after(t + 1);
         let next = t + self.sample_interval_ns;
         if next <= self.end_ns {
             self.events.schedule(next, Event::Sample);
@@ -815,6 +835,10 @@ impl World {
 
     pub fn events_executed(&self) -> u64 {
         self.events.events_popped()
+    }
+
+    pub fn events_by_kind(&self) -> [(&'static str, u64); 9] {
+        self.events.events_by_kind()
     }
 
     pub fn bottleneck_packets(&self) -> u64 {

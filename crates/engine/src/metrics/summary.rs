@@ -291,6 +291,7 @@ pub fn build(mut w: World) -> Results {
         seed: w.seed(),
         perf: json!({
             "events": w.events_executed(),
+            "events_by_kind": w.events_by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<String, Value>>(),
             "bottleneck_packets": w.bottleneck_packets(),
             "sim_s": ns_to_secs(end),
             "wall_s": w.wall_s(),

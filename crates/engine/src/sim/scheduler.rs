@@ -167,6 +167,8 @@ pub struct EventQueue {
     timers: Heap,
     next_seq: u32,
     popped: u64,
+    /// Events executed, by kind (index = the 4-bit kind of the encoding).
+    popped_by_kind: [u64; 9],
 }
 
 impl EventQueue {
@@ -197,7 +199,9 @@ impl EventQueue {
         };
         let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
         self.popped += 1;
-        Some((e.time_ns, Event::decode(e.rest as u32)))
+        let code = e.rest as u32;
+        self.popped_by_kind[(code >> 28).min(8) as usize] += 1;
+        Some((e.time_ns, Event::decode(code)))
     }
 
     /// The earliest event if it is due no later than `limit_ns`.
@@ -226,7 +230,16 @@ impl EventQueue {
         };
         let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
         self.popped += 1;
-        Some((e.time_ns, Event::decode(e.rest as u32)))
+        let code = e.rest as u32;
+        self.popped_by_kind[(code >> 28).min(8) as usize] += 1;
+        Some((e.time_ns, Event::decode(code)))
+    }
+
+    /// Events executed, by kind name.
+    pub fn events_by_kind(&self) -> [(&'static str, u64); 9] {
+        const NAMES: [&str; 9] =
+            ["link_tx_done", "line_arrival", "sender_timer", "receiver_timer", "qdisc_timer", "link_rate_change", "workload_arrival", "sample", "warmup_end"];
+        std::array::from_fn(|i| (NAMES[i], self.popped_by_kind[i]))
     }
 
     #[inline]

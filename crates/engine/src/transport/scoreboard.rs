@@ -43,7 +43,6 @@ pub struct Scoreboard {
     lost_scan: u64,
     /// No retransmission candidate lies below this.
     retx_hint: u64,
-    scratch: Vec<(u64, u64)>,
     /// Retransmissions in flight, oldest first: (seq, its tx time, snd_nxt
     /// when it was sent), for lost-retransmission detection.
     retx_fifo: VecDeque<(u64, u64, u64)>,
@@ -139,21 +138,22 @@ impl Scoreboard {
         if start >= end {
             return 0;
         }
-        // Ranges that overlap or touch [start, end) get merged with it.
+        // Ranges that overlap or touch [start, end) get merged with it; the
+        // gaps between them inside [start, end) are what is newly SACKed.
         let i = self.ranges.partition_point(|r| r.1 < start);
         let mut j = i;
         let mut cursor = start;
-        self.scratch.clear();
+        let mut newly = 0;
         while j < self.ranges.len() && self.ranges[j].0 <= end {
             let r = self.ranges[j];
             if r.0 > cursor {
-                self.scratch.push((cursor, r.0.min(end)));
+                newly += self.mark_sacked(cursor, r.0.min(end), &mut on_sacked);
             }
             cursor = cursor.max(r.1);
             j += 1;
         }
         if cursor < end {
-            self.scratch.push((cursor, end));
+            newly += self.mark_sacked(cursor, end, &mut on_sacked);
         }
         let merged = if i < j {
             (start.min(self.ranges[i].0), end.max(self.ranges[j - 1].1))
@@ -161,27 +161,26 @@ impl Scoreboard {
             (start, end)
         };
         self.ranges.splice(i..j, std::iter::once(merged));
-
-        let mut newly = 0;
-        for k in 0..self.scratch.len() {
-            let (a, b) = self.scratch[k];
-            for seq in a..b {
-                let idx = (seq - self.una) as usize;
-                let s = &mut self.segs[idx];
-                debug_assert!(s.flags & SACKED == 0, "range list and flags disagree at {seq}");
-                if s.flags & LOST != 0 {
-                    self.lost -= 1;
-                }
-                if s.flags & RETRANS != 0 {
-                    self.retrans_out -= 1;
-                }
-                s.flags = (s.flags & !(LOST | RETRANS)) | SACKED;
-                self.sacked += 1;
-                newly += 1;
-                on_sacked(seq, &self.segs[idx]);
-            }
-        }
         newly
+    }
+
+    /// Flag `[a, b)` as SACKed (none of it was); returns the count.
+    fn mark_sacked(&mut self, a: u64, b: u64, on_sacked: &mut impl FnMut(u64, &SegState)) -> u32 {
+        for seq in a..b {
+            let idx = (seq - self.una) as usize;
+            let s = &mut self.segs[idx];
+            debug_assert!(s.flags & SACKED == 0, "range list and flags disagree at {seq}");
+            if s.flags & LOST != 0 {
+                self.lost -= 1;
+            }
+            if s.flags & RETRANS != 0 {
+                self.retrans_out -= 1;
+            }
+            s.flags = (s.flags & !(LOST | RETRANS)) | SACKED;
+            self.sacked += 1;
+            on_sacked(seq, &self.segs[idx]);
+        }
+        (b - a) as u32
     }
 
     /// RFC 6675 §4 IsLost: a segment is lost once `dupthresh` segments above
