@@ -84,6 +84,12 @@ class AqmKids(Experiment):
 
     def scenario(self, aqm: str, flows: int, ecn: bool, quick: bool) -> dict[str, Any]:
         params: dict[str, Any] = pie_linux_314() if aqm == "pie" else {}
+        if aqm == "ared":
+            # The paper ran Linux `tc red adaptive`: no gentle region (above
+            # max_th every packet is dropped, or CE-marked with ECN, since Linux
+            # has no `harddrop` by default); aqmlab's RED defaults follow ns-3
+            # (gentle on, UseHardDrop on).
+            params.update({"gentle": False, "hard_drop": False})
         if ecn:
             params.update(ecn_params(aqm))
         return {
