@@ -302,7 +302,8 @@ impl World {
             ),
             None => {
                 let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
-                let (controller, _) = (entry.build)(params)?;
+                let (mut controller, _) = (entry.build)(params)?;
+                controller.set_rng(SimRng::derive(self.seed, Domain::Cc, id as u64));
                 let spec = SenderSpec {
                     flow: id,
                     cc: controller,

@@ -39,6 +39,7 @@ fn lookahead_gives_identical_results_on_a_mixed_dumbbell() {
             {"cc": "dctcp", "rtt": "7000071ns", "count": 2, "start_jitter": "13ms"},
             {"cc": "cubic", "rtt": "23000131ns", "ecn": "classic", "start_jitter": "7ms"},
             {"cc": "reno", "rtt": "41000203ns", "stop": "15s"},
+            {"cc": "bbr2", "rtt": "13000457ns", "start": "1s"},
             {"cc": "udp", "rtt": "9000289ns", "rate": "1000033bps", "start": "3s"}
         ],
         "workloads": [{"kind": "web", "rate": "5/s", "size": {"dist": "pareto", "min": "2KB", "max": "200KB", "shape": 1.2},

@@ -8,6 +8,7 @@
 //! Adding an algorithm touches its own file, one line in [`AnyCc`] and
 //! [`REGISTRY`], and its tests.
 
+pub mod bbr2;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
@@ -60,22 +61,30 @@ impl AckEvent {
     }
 }
 
-/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation).
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation §3,
+/// with the BBRv2 additions of Linux `tcp_rate.c`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RateSample {
-    /// Segments delivered over `interval_ns`.
+    /// Segments delivered since the sampled packet was sent.
     pub delivered_segs: u64,
+    /// max(send elapsed, ACK elapsed); 0 when too short to be valid.
     pub interval_ns: u64,
-    /// CE-marked segments among them.
+    /// CE-marked segments delivered since the sampled packet was sent.
     pub delivered_ce_segs: u64,
-    /// Segments declared lost over the same interval.
+    /// Segments declared lost since the sampled packet was sent.
     pub lost_segs: u64,
-    /// Segments in flight when the sampled packet was sent.
+    /// Segments in flight when the sampled packet was sent (itself included).
     pub tx_in_flight_segs: u32,
-    /// The sample was taken while the application limited sending.
+    /// The sampled packet was sent while the application limited sending.
     pub app_limited: bool,
-    /// RTT of the most recently sent packet among those delivered.
+    /// RTT of the sampled (most recently sent) packet.
     pub rtt_ns: u64,
+    /// The connection's delivered count when the sampled packet was sent.
+    pub prior_delivered: u64,
+    /// Segments newly delivered by this ACK.
+    pub acked_sacked: u32,
+    /// Segments newly marked lost by this ACK.
+    pub losses: u32,
 }
 
 /// Which congestion signal triggered a reduction.
@@ -119,8 +128,16 @@ pub trait CongestionControl {
     fn on_recovery_exit(&mut self, _now_ns: u64) {}
     /// A segment was sent (new or retransmission).
     fn on_sent(&mut self, _now_ns: u64, _in_flight_segs: u32) {}
-    /// The connection is established: first RTT measurement (from the handshake).
-    fn on_established(&mut self, _now_ns: u64, _srtt_ns: u64) {}
+    /// The connection is established (first RTT sample from the handshake).
+    fn on_established(&mut self, _ev: &Established) {}
+    /// Whether the sender should compute delivery-rate samples (costs a
+    /// record per segment in flight; only model-based controllers need it).
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+    /// The controller's own random stream (derived from the flow's), for
+    /// controllers that randomise (BBR's probe timing).
+    fn set_rng(&mut self, _rng: crate::sim::rng::SimRng) {}
     /// Congestion window, in segments.
     fn cwnd(&self) -> u32;
     /// Slow-start threshold, in segments (`u32::MAX` until the first reduction).
@@ -141,6 +158,17 @@ pub trait CongestionControl {
         &[]
     }
     fn probe(&self, _out: &mut [f64]) {}
+}
+
+/// Facts known once the handshake completes.
+#[derive(Debug, Clone, Copy)]
+pub struct Established {
+    pub now_ns: u64,
+    pub srtt_ns: u64,
+    /// Bytes on the wire of a full segment (for pacing rates in bit/s).
+    pub segment_bytes: u32,
+    /// Per-packet (accurate) ECN feedback was negotiated.
+    pub accurate_ecn: bool,
 }
 
 /// Loss window after an RTO (RFC 5681 §3.1: LW = 1 segment).
@@ -182,6 +210,7 @@ pub fn additive_increase(cwnd: &mut u32, cwnd_cnt: &mut u32, w: u32, acked: u32)
 /// Static dispatch over controllers.
 #[derive(Debug, Clone)]
 pub enum AnyCc {
+    Bbr2(bbr2::Bbr2),
     Reno(reno::Reno),
     Cubic(cubic::Cubic),
     Dctcp(dctcp::Dctcp),
@@ -190,6 +219,7 @@ pub enum AnyCc {
 macro_rules! dispatch {
     ($self:expr, $c:ident => $e:expr) => {
         match $self {
+            AnyCc::Bbr2($c) => $e,
             AnyCc::Reno($c) => $e,
             AnyCc::Cubic($c) => $e,
             AnyCc::Dctcp($c) => $e,
@@ -215,8 +245,15 @@ impl CongestionControl for AnyCc {
     fn on_sent(&mut self, now_ns: u64, in_flight: u32) {
         dispatch!(self, c => c.on_sent(now_ns, in_flight))
     }
-    fn on_established(&mut self, now_ns: u64, srtt_ns: u64) {
-        dispatch!(self, c => c.on_established(now_ns, srtt_ns))
+    fn on_established(&mut self, ev: &Established) {
+        dispatch!(self, c => c.on_established(ev))
+    }
+    #[inline]
+    fn wants_rate_samples(&self) -> bool {
+        dispatch!(self, c => c.wants_rate_samples())
+    }
+    fn set_rng(&mut self, rng: crate::sim::rng::SimRng) {
+        dispatch!(self, c => c.set_rng(rng))
     }
     #[inline]
     fn cwnd(&self) -> u32 {
@@ -279,6 +316,7 @@ pub const REGISTRY: &[CcEntry] = &[
     entry!("reno", "NewReno (RFC 5681/6582) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, reno::RenoConfig, Reno, reno::Reno),
     entry!("cubic", "CUBIC (RFC 9438) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, cubic::CubicConfig, Cubic, cubic::Cubic),
     entry!("dctcp", "DCTCP (RFC 8257)", "l4s", EcnStyle::Scalable, dctcp::DctcpConfig, Dctcp, dctcp::Dctcp),
+    entry!("bbr2", "BBRv2 (Google v2alpha, draft-cardwell-iccrg-bbr-congestion-control)", "off", EcnStyle::Scalable, bbr2::Bbr2Config, Bbr2, bbr2::Bbr2),
 ];
 
 pub fn cc_names() -> Vec<&'static str> {

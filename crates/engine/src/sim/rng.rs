@@ -19,6 +19,8 @@ pub enum Domain {
     Link = 3,
     Workload = 4,
     Marker = 5,
+    /// A flow's congestion controller (BBR's randomised probing).
+    Cc = 6,
 }
 
 #[derive(Debug, Clone)]

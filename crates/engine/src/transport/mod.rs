@@ -3,6 +3,7 @@
 //! Endpoints produce packets without routes; the world stamps the route of
 //! the flow's direction and forwards them. Endpoints never see queues.
 
+pub mod rate;
 pub mod rtt;
 pub mod scoreboard;
 pub mod tcp_receiver;

@@ -265,8 +265,9 @@ impl Scoreboard {
     }
 
     /// RTO (RFC 6298 §5.4 + RFC 6675 §5.1): everything not SACKed is lost and
-    /// no retransmission is in flight any more.
-    pub fn mark_all_lost(&mut self) {
+    /// no retransmission is in flight any more. Returns how many were newly marked.
+    pub fn mark_all_lost(&mut self) -> u32 {
+        let mut newly = 0;
         for s in self.segs.iter_mut() {
             if s.flags & SACKED != 0 {
                 continue;
@@ -274,6 +275,7 @@ impl Scoreboard {
             if s.flags & LOST == 0 {
                 s.flags |= LOST;
                 self.lost += 1;
+                newly += 1;
             }
             if s.flags & RETRANS != 0 {
                 s.flags &= !RETRANS;
@@ -283,6 +285,7 @@ impl Scoreboard {
         self.lost_scan = self.nxt();
         self.retx_hint = self.una;
         self.retx_fifo.clear();
+        newly
     }
 
     /// Consistency of counters, flags and ranges (tests and debug builds).

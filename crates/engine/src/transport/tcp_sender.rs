@@ -14,10 +14,11 @@
 //!
 //! Sequence numbers count segments; payload sizes follow from the flow size.
 
+use super::rate::RateSampler;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SegState};
 use super::{payload_of, segments_for, EcnSetting, Feedback, TcpConfig, SYN_BYTES};
-use crate::cc::{AckEvent, AnyCc, CongestionControl, CongestionEvent, CongestionKind};
+use crate::cc::{AckEvent, AnyCc, CongestionControl, CongestionEvent, CongestionKind, Established};
 use crate::net::packet::{flags, Ecn, Packet, PacketKind};
 use crate::sim::{tx_time_ns, NS_PER_SEC};
 
@@ -95,12 +96,15 @@ pub struct TcpSender {
     cwnd_limited: bool,
     // Delivery accounting (for rate samples and invariants).
     delivered: u64,
+    /// Delivery-rate sampling, only for controllers that ask for it.
+    rate: Option<RateSampler>,
     pub stats: SenderStats,
 }
 
 impl TcpSender {
     pub fn new(spec: SenderSpec, cfg: &TcpConfig) -> Self {
         let mss = cfg.mss_bytes();
+        let rate = spec.cc.wants_rate_samples().then(RateSampler::new);
         TcpSender {
             flow: spec.flow,
             cc: spec.cc,
@@ -134,6 +138,7 @@ impl TcpSender {
             pace_blocked: false,
             cwnd_limited: true,
             delivered: 0,
+            rate,
             stats: SenderStats::default(),
         }
     }
@@ -247,7 +252,12 @@ impl TcpSender {
         self.rto_deadline_ns = None;
         self.state = SenderState::Established;
         self.stats.established_ns = Some(now_ns);
-        self.cc.on_established(now_ns, self.rtt.srtt_ns());
+        self.cc.on_established(&Established {
+            now_ns,
+            srtt_ns: self.rtt.srtt_ns(),
+            segment_bytes: self.mss + self.header_bytes,
+            accurate_ecn: self.feedback == Feedback::Accurate,
+        });
         self.try_send(now_ns, out);
     }
 
@@ -264,7 +274,10 @@ impl TcpSender {
                 // again (Linux tcp_enter_loss keeps the episode's ssthresh).
                 let already_reduced = self.in_recovery || self.in_rto_recovery;
                 self.cc.on_rto(now_ns, self.flight_size(), already_reduced);
-                self.sb.mark_all_lost();
+                let newly_lost = self.sb.mark_all_lost();
+                if let Some(r) = &mut self.rate {
+                    r.on_lost(newly_lost);
+                }
                 self.in_recovery = false;
                 self.in_cwr = false;
                 self.in_rto_recovery = true;
@@ -282,13 +295,27 @@ impl TcpSender {
             return;
         }
         let ack_seq = ack.seq.min(self.sb.nxt());
-        let (acked, mut delivered) = self.sb.advance_una(ack_seq, |_, _| {});
+        let rate = &mut self.rate;
+        let (acked, mut delivered) = self.sb.advance_una(ack_seq, |seq, st| {
+            if let Some(r) = rate.as_mut() {
+                if st.flags & super::scoreboard::SACKED == 0 {
+                    r.on_delivered(seq, now_ns);
+                }
+            }
+        });
         for i in 0..crate::net::packet::MAX_SACK_BLOCKS {
             let b = ack.sack_block(i);
             if b.len > 0 {
                 let s = ack_seq + b.start_off as u64;
-                delivered += self.sb.sack(s, s + b.len as u64, |_, _| {});
+                delivered += self.sb.sack(s, s + b.len as u64, |seq, _| {
+                    if let Some(r) = rate.as_mut() {
+                        r.on_delivered(seq, now_ns);
+                    }
+                });
             }
+        }
+        if let Some(r) = rate.as_mut() {
+            r.advance(self.sb.una());
         }
         if delivered > 0 {
             self.delivered += delivered as u64;
@@ -323,13 +350,20 @@ impl TcpSender {
         }
         if self.in_rto_recovery && una >= self.recovery_point {
             self.in_rto_recovery = false;
+            self.cc.on_recovery_exit(now_ns);
         }
         if self.in_cwr && una > self.cwr_end {
             self.in_cwr = false;
         }
 
         let newly_lost = self.sb.detect_losses(self.dupthresh);
-        self.sb.detect_lost_retransmissions();
+        let lost_retx = self.sb.detect_lost_retransmissions();
+        let mut rate_sample = None;
+        if let Some(r) = &mut self.rate {
+            r.on_lost(newly_lost + lost_retx);
+            r.on_ce(ce_segs);
+            rate_sample = r.take_sample(now_ns, self.rtt.min_rtt_ns(), newly_lost + lost_retx);
+        }
         if newly_lost > 0 && !self.in_recovery && !self.in_rto_recovery {
             // RFC 6675 §5 (4): enter recovery, RecoveryPoint = HighData.
             self.in_recovery = true;
@@ -385,7 +419,7 @@ impl TcpSender {
             in_flight_segs: self.sb.pipe(),
             in_recovery: self.in_recovery || classic_cwr,
             cwnd_limited: self.cwnd_limited,
-            rate: None,
+            rate: rate_sample,
         };
         self.cc.on_ack(&ev);
 
@@ -445,6 +479,9 @@ impl TcpSender {
                 (self.sb.nxt(), false)
             } else {
                 self.cwnd_limited = false;
+                if let Some(r) = &mut self.rate {
+                    r.mark_app_limited(self.sb.pipe());
+                }
                 break;
             };
             let size = self.send_segment(now_ns, seq, retx, out);
@@ -475,6 +512,9 @@ impl TcpSender {
             self.cwr_pending = false;
         }
         let st = SegState { tx_ns: now_ns, flags: 0 };
+        if let Some(r) = &mut self.rate {
+            r.on_send(seq, now_ns, self.sb.pipe());
+        }
         if retx {
             self.sb.mark_retransmitted(seq, st);
             self.stats.retransmits += 1;
