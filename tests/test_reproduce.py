@@ -29,11 +29,13 @@ def test_list_names_every_experiment_with_its_status(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for name in ("dualq-coexistence", "aqm-kids", "abe", "qcn-hotspot", "vdq-csaqm"):
         assert name in proc.stdout
-    assert proc.stdout.count("not yet available") == 2
-    assert status(EXPERIMENTS["qcn-hotspot"]).startswith("not yet available")
+    pending = [n for n, e in EXPERIMENTS.items() if e.pending]
+    assert proc.stdout.count("not yet available") == len(pending)
+    for n in pending:
+        assert status(EXPERIMENTS[n]).startswith("not yet available")
 
 
-@pytest.mark.parametrize("name", ["qcn-hotspot", "vdq-csaqm"])
+@pytest.mark.parametrize("name", [n for n, e in EXPERIMENTS.items() if e.pending])
 def test_pending_experiments_exit_with_a_clear_message(name: str, tmp_path: Path) -> None:
     proc = cli("reproduce", name, "--quick", cwd=tmp_path)
     assert proc.returncode == 2
@@ -149,3 +151,22 @@ def test_every_available_experiment_builds_valid_scenarios() -> None:
             assert len({c.label for c in cases}) == len(cases)
             for c in cases:
                 validate(c.scenario)
+
+
+def test_vdq_csaqm_quick_runs_dctcp_cubic_cases_and_lists_bbrv2_as_not_available(tmp_path: Path) -> None:
+    exp = EXPERIMENTS["vdq-csaqm"]
+    assert status(exp) == "available"
+    out = tmp_path / "out"
+    proc = cli("reproduce", "vdq-csaqm", "--quick", "--out", str(out), "--cache", str(tmp_path / "c"), cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "claims.json").read_text())
+    assert len(doc["claims"]) == len(exp.claims())
+    for c in doc["claims"]:
+        if "BBRv2" in c["claim"]:
+            assert c["verdict"] == "n/a" and c["measured"] is None and "no BBRv2" in c["tolerance"], c
+        else:
+            assert c["verdict"] in ("pass", "differs") and c["measured"] is not None, c
+    assert "BBRv2" in proc.stdout  # the not-available claims are listed in the verdict table
+    assert (out / "report.html").exists() and (out / "plots" / "vdq-csaqm.png").exists()
+    runs = pd.read_parquet(out / "runs.parquet")
+    assert set(runs["aqm"]) == {"vdq_csaqm", "dualpi2"} and (runs["status"] != "failed").all()

@@ -233,6 +233,7 @@ class FlowGroup(_Node):
     size: str | None = None
     rate: str | None = None
     packet_size: str | None = None
+    marker: Params | None = None
 
 
 @dataclass(kw_only=True)

@@ -223,6 +223,9 @@ pub struct FlowGroup {
     /// UDP only: datagram size on the wire (default: the MTU).
     #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub packet_size_bytes: Option<u64>,
+    /// Per Packet Value edge marker for each flow of the group (none: PV 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<crate::ppv::marker::MarkerSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -514,6 +517,9 @@ impl Scenario {
             }
             f.params = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
             f.ecn = Some(format!("{:?}", resolve_ecn(&p, &f.cc, f.ecn.as_deref())?).to_lowercase());
+            if let Some(m) = &mut f.marker {
+                m.validate(&format!("{p}.marker"))?;
+            }
             if let Some(s) = f.stop_ns {
                 if s <= f.start_ns {
                     return Err(format!("{p}.stop: must be later than start"));

@@ -14,6 +14,7 @@ use crate::net::link::Link;
 use crate::net::packet::{Packet, PacketKind};
 use crate::net::route::{Hop, Routes, Stage};
 use crate::net::topology::{Attach, QueueOptions, Topology};
+use crate::ppv::marker::PvMarker;
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::scheduler::{Event, EventQueue};
@@ -83,6 +84,8 @@ pub struct Flow {
     pending_samples: Vec<(u64, u64)>,
     /// Stopped being sampled (finished before the last sample).
     sampled_done: bool,
+    /// Per Packet Value edge marker (`[[flows]] marker`); None costs one test per send.
+    pub marker: Option<Box<PvMarker>>,
 }
 
 impl Flow {
@@ -215,7 +218,9 @@ impl World {
                     from_workload: false,
                 };
                 let udp = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
-                w.add_flow(info, &attach, &g.params, udp)?;
+                let id = w.add_flow(info, &attach, &g.params, udp)?;
+                let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
+                w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
         }
         for (wi, wl) in s.workloads.iter().enumerate() {
@@ -332,6 +337,7 @@ impl World {
             clock_offset_ns,
             pending_samples: vec![],
             sampled_done: false,
+            marker: None,
         });
         self.flow_counters.push(FlowQueueCounters::default());
         self.sync_source_timer(id as usize);
@@ -535,6 +541,9 @@ impl World {
         if let Source::Tcp(s) = &mut flow.source {
             s.on_packet(local, &pkt, &mut out);
         }
+        if let Some(m) = flow.marker.as_deref_mut() {
+            m.mark_all(local, &mut out);
+        }
         let route = flow.fwd_route;
         self.emit(&mut out, route);
         self.scratch = out;
@@ -599,6 +608,9 @@ impl World {
         match &mut self.flows[f].source {
             Source::Tcp(s) => s.on_timer(local, &mut out),
             Source::Cbr(c) => c.on_timer(local, &mut out),
+        }
+        if let Some(m) = self.flows[f].marker.as_deref_mut() {
+            m.mark_all(local, &mut out);
         }
         let route = self.flows[f].fwd_route;
         self.emit(&mut out, route);

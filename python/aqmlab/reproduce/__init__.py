@@ -18,6 +18,7 @@ from typing import Any
 from aqmlab.reproduce.abe import Abe
 from aqmlab.reproduce.aqm_kids import AqmKids
 from aqmlab.reproduce.dualq import DualqCoexistence
+from aqmlab.reproduce.vdq_csaqm import VdqCsaqm
 from aqmlab.reproduce.framework import (
     Case,
     Claim,
@@ -52,13 +53,6 @@ class QcnHotspot(Experiment):
     title = "QCN: transience and equilibrium at a hotspot (Kabbani, Pan, Prabhakar, Seaman)"
     source = "seed 003: Kabbani, Pan, Prabhakar, Seaman, 'QCN Transience and Equilibrium: Response and Stability'"
     pending = "the engine has no QCN congestion/reaction points yet (engine support pending)"
-
-
-class VdqCsaqm(Experiment):
-    name = "vdq-csaqm"
-    title = "VDQ-CSAQM: a congestion-control-independent L4S scheduler (Nádas, Gombos, Fejes, Laki)"
-    source = "seed 001: Nádas, Gombos, Fejes, Laki, 'A Congestion Control Independent L4S Scheduler'"
-    pending = "the engine has no virtual-dual-queue core-stateless AQM yet (engine support pending)"
 
 
 EXPERIMENTS: dict[str, Experiment] = {

@@ -21,6 +21,7 @@ pub mod pi2;
 pub mod pie;
 pub mod red;
 pub mod step;
+pub mod vdq_csaqm;
 
 use crate::net::packet::{Ecn, Packet};
 use crate::sim::rng::SimRng;
@@ -259,6 +260,7 @@ pub enum AnyQdisc {
     Pi2(pi2::Pi2),
     DualPi2(dualpi2::DualPi2),
     CurvyRed(curvy_red::CurvyRed),
+    VdqCsaqm(vdq_csaqm::VdqCsaqm),
 }
 
 macro_rules! dispatch {
@@ -273,6 +275,7 @@ macro_rules! dispatch {
             AnyQdisc::Pi2($q) => $e,
             AnyQdisc::DualPi2($q) => $e,
             AnyQdisc::CurvyRed($q) => $e,
+            AnyQdisc::VdqCsaqm($q) => $e,
         }
     };
 }
@@ -352,6 +355,7 @@ pub const REGISTRY: &[AqmEntry] = &[
     entry!("pi2", "PI2 single queue (CoNEXT 2016)", pi2::Pi2Config, Pi2, pi2::Pi2),
     entry!("dualpi2", "DualQ Coupled PI2, RFC 9332", dualpi2::DualPi2Config, DualPi2, dualpi2::DualPi2),
     entry!("curvy_red", "DualQ Curvy RED, RFC 9332 App. B", curvy_red::CurvyRedConfig, CurvyRed, curvy_red::CurvyRed),
+    entry!("vdq_csaqm", "Virtual DualQ Core-Stateless AQM for per-packet values (Nádas et al., ANRW 2020)", vdq_csaqm::VdqCsaqmConfig, VdqCsaqm, vdq_csaqm::VdqCsaqm),
 ];
 
 pub fn aqm_names() -> Vec<&'static str> {

@@ -1,0 +1,216 @@
+//! Trace-driven tests of VDQ-CSAQM: the virtual queue and its CTV, the
+//! dequeue decisions of the slides, strict priority and conservation.
+use super::*;
+use crate::aqm::testing::{data, env, random_trace, Harness};
+use crate::net::packet::Ecn;
+
+const GBPS: u64 = 1_000_000_000;
+
+fn pkt(flow: u32, ecn: Ecn, pv: u32) -> Packet {
+    let mut p = data(flow, ecn);
+    p.aux = pv;
+    p
+}
+
+fn vdq(cfg: VdqCsaqmConfig) -> Harness<VdqCsaqm> {
+    Harness::new(VdqCsaqm::new(cfg, &env(GBPS, 10_000)).unwrap())
+}
+
+// ---------------------------------------------------------------------------
+// Virtual queue and CTV
+
+#[test]
+fn ctv_signals_the_lowest_valued_share_equal_to_the_excess_per_period() {
+    // 12 Mbit/s = 1500 B/ms; target 3 ms = 4500 B; limit 100 ms.
+    let mut vq = VirtualQueue::new(12_000_000, 3_000_000, 100_000_000);
+    assert_eq!(vq.target_bytes, 4500);
+    for pv in (1..=20).rev() {
+        vq.push(0, pv * 10, 1500);
+    }
+    // 30000 B held, 25500 B over target. Over a 100 ms period (150000 B) the
+    // share to signal is 0.17: 5100 B, i.e. the four lowest-valued records.
+    assert_eq!(vq.ctv(100_000_000, 0), Some(40));
+    // Over 200 ms the share halves: 2550 B, two records.
+    assert_eq!(vq.ctv(200_000_000, 0), Some(20));
+    // Over 10 ms (15000 B) the excess exceeds a period: everything is signalled.
+    assert_eq!(vq.ctv(10_000_000, 0), Some(200));
+}
+
+#[test]
+fn vq_at_or_below_its_target_has_no_ctv() {
+    let mut vq = VirtualQueue::new(12_000_000, 3_000_000, 100_000_000);
+    for pv in [5, 6, 7] {
+        vq.push(0, pv, 1500);
+    }
+    assert_eq!((vq.bytes(), vq.ctv(10_000_000, 0)), (4500, None));
+    // Unmarked packets (PV 0) rank lowest: they are signalled first.
+    vq.push(0, 0, 1500);
+    assert_eq!(vq.ctv(10_000_000, 0), Some(0));
+}
+
+#[test]
+fn vq_serves_records_at_its_rate_and_forgets_their_values() {
+    let mut vq = VirtualQueue::new(12_000_000, 3_000_000, 100_000_000);
+    for i in 0..10 {
+        vq.push(0, 100 + i, 1500);
+    }
+    vq.drain(4_000_000); // 4 ms = 6000 B = the four oldest records
+    assert_eq!(vq.bytes(), 6 * 1500);
+    assert_eq!(vq.hist[100..104].iter().sum::<u64>(), 0);
+    assert_eq!(vq.hist[104], 1500);
+    // Half a record of service is remembered, not lost to rounding.
+    vq.drain(4_500_000);
+    vq.drain(5_000_000);
+    assert_eq!(vq.bytes(), 5 * 1500);
+    // Empty VQ: no credit accumulates while idle.
+    vq.drain(1_000_000_000);
+    vq.push(1_000_000_000, 9, 1500);
+    vq.drain(1_000_000_500);
+    assert_eq!(vq.bytes(), 1500);
+}
+
+#[test]
+fn full_vq_discards_its_oldest_records() {
+    // Limit 2 ms = 3000 B: two records.
+    let mut vq = VirtualQueue::new(12_000_000, 1_000_000, 2_000_000);
+    for pv in [1, 2, 3] {
+        vq.push(0, pv, 1500);
+    }
+    assert_eq!(vq.bytes(), 3000);
+    assert_eq!((vq.hist[1], vq.hist[2], vq.hist[3]), (0, 1500, 1500));
+}
+
+// ---------------------------------------------------------------------------
+// Dequeue decisions (slides p. 14)
+
+/// A VDQ-CSAQM whose CTVs are set by filling the VQs and running the timer.
+fn with_ctvs(ctv0: Option<u32>, ctv1: Option<u32>, classic_ecn: bool) -> Harness<VdqCsaqm> {
+    let mut h = vdq(VdqCsaqmConfig { classic_ecn, ..VdqCsaqmConfig::default() });
+    let now = 10_000_000;
+    for (vq, ctv) in [(&mut h.q.vq0, ctv0), (&mut h.q.vq1, ctv1)] {
+        if let Some(c) = ctv {
+            // Above the target with values > c, then one record at c tips it over.
+            let n = vq.target_bytes / 1500;
+            for _ in 0..n {
+                vq.push(now, c + 1000, 1500);
+            }
+            vq.push(now, c, 1500);
+            vq.push(now, c, 1500);
+        }
+    }
+    h.timer(now);
+    assert_eq!((h.q.ctv0(), h.q.ctv1()), (ctv0, ctv1));
+    h
+}
+
+#[test]
+fn l4s_packet_at_or_below_max_ctv_is_marked_above_is_forwarded() {
+    for (ctv0, ctv1) in [(Some(500), Some(300)), (Some(300), Some(500)), (None, Some(500)), (Some(500), None)] {
+        let mut h = with_ctvs(ctv0, ctv1, false);
+        let t = 10_000_000;
+        for pv in [499, 500, 501, 0] {
+            h.enqueue(t, pkt(1, Ecn::Ect1, pv));
+        }
+        let ecns: Vec<Ecn> = std::iter::from_fn(|| h.dequeue(t)).map(|p| p.ecn).collect();
+        assert_eq!(ecns, [Ecn::Ce, Ecn::Ce, Ecn::Ect1, Ecn::Ce], "ctv0 {ctv0:?} ctv1 {ctv1:?}");
+        let c = &h.counters[L as usize];
+        // CTV1 decides first (coupled), CTV0 for the rest.
+        let coupled = c.marked_pkts[MarkReason::Coupled as usize];
+        assert_eq!(coupled, if ctv1 == Some(500) { 3 } else if ctv1.is_some() { 1 } else { 0 });
+        assert_eq!(h.drops(), 0);
+    }
+}
+
+#[test]
+fn classic_packet_at_or_below_ctv1_is_dropped_and_ctv0_does_not_apply() {
+    let mut h = with_ctvs(Some(900), Some(300), false);
+    let t = 10_000_000;
+    for (pv, ecn) in [(300, Ecn::NotEct), (301, Ecn::NotEct), (299, Ecn::Ect0), (800, Ecn::NotEct)] {
+        h.enqueue(t, pkt(2, ecn, pv));
+    }
+    let pvs: Vec<u32> = std::iter::from_fn(|| h.dequeue(t)).map(|p| p.value()).collect();
+    assert_eq!(pvs, [301, 800]);
+    assert_eq!((h.drops(), h.marks()), (2, 0));
+    h.assert_conservation();
+}
+
+#[test]
+fn classic_ecn_marks_ect_below_ctv1_but_still_drops_not_ect() {
+    let mut h = with_ctvs(None, Some(300), true);
+    let t = 10_000_000;
+    h.enqueue(t, pkt(2, Ecn::Ect0, 10));
+    h.enqueue(t, pkt(2, Ecn::NotEct, 10));
+    let out: Vec<Ecn> = std::iter::from_fn(|| h.dequeue(t)).map(|p| p.ecn).collect();
+    assert_eq!(out, [Ecn::Ce]);
+    assert_eq!((h.drops(), h.marks()), (1, 1));
+}
+
+#[test]
+fn sent_packets_update_the_vqs_l4s_both_classic_only_vq1_dropped_none() {
+    let mut h = with_ctvs(None, Some(300), false);
+    let (b0, b1) = (h.q.vq0.bytes(), h.q.vq1.bytes());
+    let t = h.q.vq1.last_ns; // no drain between
+    h.enqueue(t, pkt(1, Ecn::Ect1, 100)); // marked, still sent
+    h.enqueue(t, pkt(2, Ecn::NotEct, 100)); // dropped
+    h.enqueue(t, pkt(2, Ecn::NotEct, 999)); // sent
+    while h.dequeue(t).is_some() {}
+    assert_eq!(h.q.vq0.bytes(), b0 + 1500);
+    assert_eq!(h.q.vq1.bytes(), b1 + 3000);
+}
+
+#[test]
+fn l4s_has_strict_priority_over_classic() {
+    let mut h = vdq(VdqCsaqmConfig::default());
+    for i in 0..20 {
+        h.enqueue(0, pkt(i % 2, if i % 2 == 0 { Ecn::NotEct } else { Ecn::Ect1 }, 100));
+    }
+    let order: Vec<u8> = std::iter::from_fn(|| h.dequeue(1)).map(|p| p.subq).collect();
+    assert_eq!(order, [[L; 10], [1; 10]].concat());
+}
+
+#[test]
+fn ctv_follows_the_load_through_the_timer() {
+    // L4S traffic at the full link rate (above VQ0's 0.95 C): VQ0 grows past
+    // its 1 ms target and a CTV appears at the next update; after a quiet
+    // period the VQs drain and the CTVs are cleared.
+    let mut h = vdq(VdqCsaqmConfig::default());
+    let gap = 12_000; // 1500 B at 1 Gbit/s
+    let mut t = 0;
+    while t < 30_000_000 {
+        h.enqueue(t, pkt(1, Ecn::Ect1, 1000 + (t / gap % 7) as u32));
+        h.dequeue(t);
+        if h.q.next_timer_ns().is_some_and(|n| n <= t) {
+            h.timer(t);
+        }
+        t += gap;
+    }
+    assert!(h.q.ctv0().is_some(), "VQ0 over target at 100 % load");
+    assert!(h.q.ctv1().is_none(), "VQ1 (0.98 C, 10 ms) not yet over target");
+    h.timer(60_000_000);
+    assert_eq!((h.q.ctv0(), h.q.ctv1()), (None, None));
+}
+
+#[test]
+fn random_trace_conserves_packets() {
+    // 10 Mbit/s with short VQ targets, so CTVs come and go during the trace.
+    let cfg = VdqCsaqmConfig {
+        vq0_target_ns: 1_000_000,
+        vq0_limit_ns: 5_000_000,
+        vq1_target_ns: 2_000_000,
+        vq1_limit_ns: 9_000_000,
+        classic_ecn: true,
+        ..Default::default()
+    };
+    let mut h = Harness::new(VdqCsaqm::new(cfg, &env(10_000_000, 50)).unwrap());
+    random_trace(&mut h, 20_000);
+    h.assert_conservation();
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let e = |cfg: VdqCsaqmConfig| VdqCsaqm::new(cfg, &env(GBPS, 100)).unwrap_err();
+    assert!(e(VdqCsaqmConfig { vq0_factor: 1.5, ..Default::default() }).starts_with("vq0_factor: must be a fraction"));
+    assert!(e(VdqCsaqmConfig { vq1_limit_ns: 5_000_000, ..Default::default() }).starts_with("vq1_limit: must exceed vq1_target"));
+    assert!(e(VdqCsaqmConfig { update_interval_ns: 0, ..Default::default() }).starts_with("update_interval:"));
+    assert!(e(VdqCsaqmConfig { classic_protection: 101, ..Default::default() }).starts_with("classic_protection:"));
+}
