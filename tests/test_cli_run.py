@@ -108,7 +108,10 @@ def test_run_example_end_to_end(example: Path, tmp_path: Path) -> None:
     assert {"t_s", "flow", "goodput_bps", "cwnd_segs", "srtt_ms"} <= set(ts.columns) and len(ts) > 0
 
     plots = {p.stem for p in (out / "plots").glob("*.png")}
-    assert {"goodput", "sojourn_cdf", "cwnd", "probabilities"} <= plots
+    assert {"goodput", "sojourn_cdf", "probabilities"} <= plots
+    # cwnd for window-based (TCP) flows, rate for rate-based ones (UDP, QCN).
+    assert ("cwnd" in plots) == (ts["cwnd_segs"] > 0).any()
+    assert ("rate" in plots) == (ts["rate_bps"] > 0).any()
     finite = any(f["fct_s"] is not None for f in s["flows"]) or s["workload_flows"]["completed"] > 0
     assert ("fct" in plots) == finite
     for p in (out / "plots").glob("*.png"):

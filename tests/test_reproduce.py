@@ -48,7 +48,7 @@ def test_unknown_experiment_suggests_the_name(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "did you mean 'dualq-coexistence'?" in proc.stderr and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("name", ["dualq-coexistence", "aqm-kids", "abe"])
+@pytest.mark.parametrize("name", ["dualq-coexistence", "aqm-kids", "abe", "qcn-hotspot"])
 def test_seed_experiment_runs_quick_or_says_what_is_missing(name: str, tmp_path: Path) -> None:
     """Runs the --quick reproduction once the engine registers the AQMs it
     needs; until then it must exit 2 naming them."""
@@ -170,3 +170,23 @@ def test_vdq_csaqm_quick_runs_dctcp_and_bbrv2_cases_with_a_verdict_for_every_cla
     assert (out / "report.html").exists() and (out / "plots" / "vdq-csaqm.png").exists()
     runs = pd.read_parquet(out / "runs.parquet")
     assert set(runs["aqm"]) == {"vdq_csaqm", "dualpi2"} and (runs["status"] != "failed").all()
+
+
+def test_qcn_hotspot_quick_reproduces_every_claim(tmp_path: Path) -> None:
+    """The seed 003 hotspot (10 QCN sources, 10 -> 0.5 -> 10 Gbit/s): every
+    claim passes in quick mode, each phase measured in its own window, and
+    the rate/queue figures come from the showcased full-timeline runs."""
+    exp = EXPERIMENTS["qcn-hotspot"]
+    res = reproduce(exp, quick=True, out=tmp_path / "o", jobs=1, cache_dir=tmp_path / "c")
+    got = {v.claim.text: (v.verdict, v.measured) for v in res.verdicts}
+    assert all(v == "pass" for v, _ in got.values()), got
+    assert 15 <= got["10 Gbit/s: the queue is held near Q_eq"][1] <= 30  # Q_eq = 22 packets
+    assert got["0.5 Gbit/s: no buffer overflow once past the transition"][1] == 0
+    assert got["Fb-hat recovers the bandwidth quicker"][1] < 1.0
+    assert {p.name for p in (tmp_path / "o" / "plots").glob("*.png")} == {"rate.png", "zoom.png", "queue.png"}
+    r = res.runs.showcased["0.5g/fbhat/timeline"]
+    ts = r.timeseries
+    assert ts["cc"].eq("qcn").all() and ts["rate_bps"].max() <= 1.05e9
+    low = ts[(ts["t_s"] > 2.5) & (ts["t_s"] <= 4.0)].groupby("t_s")["rate_bps"].sum().mean()
+    assert abs(low / 0.5e9 - 1) < 0.1, low
+    assert set(r.probes["probe"]) >= {"fb", "q", "fb_quantized", "cnms", "target_rate_bps", "fbhat"}

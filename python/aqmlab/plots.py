@@ -27,7 +27,7 @@ from aqmlab.scenario import atomic_write_bytes  # noqa: E402
 if TYPE_CHECKING:
     from aqmlab.results import Result
 
-__all__ = ["PlotAccessor", "goodput", "sojourn_cdf", "cwnd", "probabilities", "fct", "PLOTS"]
+__all__ = ["PlotAccessor", "goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct", "PLOTS"]
 
 #: Beyond this many flows, per-flow plots show one line per flow group.
 MAX_LINES = 12
@@ -161,6 +161,27 @@ def cwnd(r: Result) -> Figure | None:
     return fig
 
 
+def rate(r: Result) -> Figure | None:
+    """Sending rate over time (Mbit/s) of rate-based flows: a UDP flow's rate,
+    a QCN source's current rate (its line rate while not rate-limited)."""
+    ts = r.timeseries
+    if ts.empty or "rate_bps" not in ts:
+        return None
+    ts = ts[ts["rate_bps"] > 0]
+    if ts.empty:
+        return None
+    fig, (ax,) = _fig()
+    for label, x, y in _per_flow_or_group(r, ts, "rate_bps", 1e-6):
+        ax.plot(x, y, label=label, lw=1.0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("sending rate (Mbit/s)")
+    ax.set_title(_title(r, "Sending rate (rate-based flows)"))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", ncols=2)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def probabilities(r: Result) -> Figure | None:
     """Mark and drop probability over time per queue and sub-queue (the
     fraction of packets marked or dropped in each interval), plus the AQM's
@@ -229,6 +250,7 @@ PLOTS = {
     "goodput": goodput,
     "sojourn_cdf": sojourn_cdf,
     "cwnd": cwnd,
+    "rate": rate,
     "probabilities": probabilities,
     "fct": fct,
 }
@@ -254,6 +276,9 @@ class PlotAccessor:
 
     def cwnd(self) -> Figure | None:
         return cwnd(self._r)
+
+    def rate(self) -> Figure | None:
+        return rate(self._r)
 
     def probabilities(self) -> Figure | None:
         return probabilities(self._r)

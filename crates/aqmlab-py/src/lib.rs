@@ -121,6 +121,9 @@ fn registry() -> PyResult<String> {
         let (_, defaults) = (e.build)(&serde_json::Value::Null).map_err(PyRuntimeError::new_err)?;
         ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
     }
+    // Rate-based sources with parameters (a flow's cc may also be "udp", which has none).
+    let (summary, defaults) = aqmlab_engine::transport::qcn_rp::registry_entry();
+    ccs.insert("qcn".into(), serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}));
     Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": aqmlab_engine::transport::EcnSetting::NAMES}).to_string())
 }
 

@@ -187,7 +187,8 @@ pub struct LinkSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowGroup {
-    /// Congestion control name, or "udp" for constant bit rate.
+    /// Congestion control name, "udp" for constant bit rate, or "qcn" for a
+    /// QCN rate-limited source (802.1Qau reaction point).
     pub cc: String,
     #[serde(default = "default_count")]
     pub count: u32,
@@ -217,10 +218,10 @@ pub struct FlowGroup {
     /// Finite flow size (payload); unbounded when absent.
     #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
-    /// UDP only: sending rate.
+    /// UDP: sending rate; QCN: line (maximum) rate.
     #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
     pub rate_bps: Option<u64>,
-    /// UDP only: datagram size on the wire (default: the MTU).
+    /// UDP and QCN: datagram size on the wire (default: the MTU).
     #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub packet_size_bytes: Option<u64>,
     /// Per Packet Value edge marker for each flow of the group (none: PV 0).
@@ -363,6 +364,7 @@ pub fn join_path(prefix: &str, msg: &str) -> String {
 pub fn flow_cc_names() -> Vec<&'static str> {
     let mut v = cc::cc_names();
     v.push("udp");
+    v.push("qcn");
     v
 }
 
@@ -425,6 +427,9 @@ fn check_endpoint(
     }
     if !(params.is_null() || params.is_object()) {
         return Err(format!("{path}.params: must be a table of parameter overrides"));
+    }
+    if cc_name == "qcn" {
+        return crate::transport::qcn_rp::normalize_params(params).map_err(|m| join_path(&format!("{path}.params"), &m));
     }
     let e = cc::lookup(cc_name).expect("checked above");
     (e.build)(params).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m))
@@ -525,11 +530,11 @@ impl Scenario {
                     return Err(format!("{p}.stop: must be later than start"));
                 }
             }
-            if f.cc == "udp" {
-                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a udp flow (e.g. '10Mbps')"))?;
+            if f.cc == "udp" || f.cc == "qcn" {
+                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
                 check_rate(&format!("{p}.rate"), r)?;
                 if f.size_bytes.is_some() {
-                    return Err(format!("{p}.size: udp flows run from start to stop; size applies to TCP"));
+                    return Err(format!("{p}.size: {} flows run from start to stop; size applies to TCP", f.cc));
                 }
                 let ps = f.packet_size_bytes.unwrap_or(mtu as u64);
                 if !(64..=65_535).contains(&ps) {
@@ -537,7 +542,7 @@ impl Scenario {
                 }
             } else {
                 if f.rate_bps.is_some() {
-                    return Err(format!("{p}.rate: only udp flows have a fixed rate"));
+                    return Err(format!("{p}.rate: only udp and qcn flows have a rate"));
                 }
                 if f.packet_size_bytes.is_some() {
                     return Err(format!("{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"));
@@ -555,7 +560,7 @@ impl Scenario {
             if w.arrival != "poisson" {
                 return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
             }
-            if w.cc == "udp" {
+            if w.cc == "udp" || w.cc == "qcn" {
                 return Err(format!("{p}.cc: web workloads carry TCP flows"));
             }
             w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
@@ -757,5 +762,33 @@ mod tests {
         let mut v = base();
         v["bottleneck"]["loss"] = 1.5.into();
         assert!(err(v).starts_with("bottleneck.loss: must be a probability"));
+    }
+
+    #[test]
+    fn qcn_flows_take_a_rate_and_strict_reaction_point_params() {
+        let mut v = base();
+        v["bottleneck"]["aqm"] = "qcn".into();
+        v["bottleneck"]["params"] = serde_json::json!({"q_eq": "22pkt"});
+        v["flows"] = serde_json::json!([{"cc": "qcn", "rtt": "40us", "rate": "1Gbps", "params": {"fbhat": true}}]);
+        let s = parse(&v.to_string()).unwrap();
+        let j = s.to_json();
+        assert_eq!(j["bottleneck"]["params"]["q_eq"], "22pkt");
+        assert_eq!(j["bottleneck"]["params"]["sample_base"], "150KB");
+        assert_eq!(j["flows"][0]["params"]["fbhat"], true);
+        assert_eq!(j["flows"][0]["params"]["r_ai"], "5Mbps");
+        assert_eq!(j["flows"][0]["params"]["timer"], "15ms");
+        let mut w = v.clone();
+        w["flows"][0]["params"] = serde_json::json!({"fbaht": true});
+        let e = err(w);
+        assert!(e.starts_with("flows[0].params: unknown key 'fbaht' (did you mean 'fbhat'?"), "{e}");
+        let mut w = v.clone();
+        w["flows"][0]["rate"] = serde_json::Value::Null;
+        assert_eq!(err(w), "flows[0].rate: required for a qcn flow (e.g. '10Mbps')");
+        let mut w = v.clone();
+        w["flows"][0]["params"] = serde_json::json!({"gd": 0.5});
+        assert!(err(w).starts_with("flows[0].params.gd: must lie in (0, 1/63)"));
+        let mut w = v;
+        w["bottleneck"]["params"] = serde_json::json!({"q_eq": "1ms"});
+        assert!(err(w).starts_with("bottleneck.params.q_eq: must be packets or bytes"));
     }
 }

@@ -18,6 +18,7 @@ use crate::ppv::marker::PvMarker;
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::scheduler::{Event, EventQueue};
+use crate::transport::qcn_rp::QcnSource;
 use crate::transport::tcp_receiver::TcpReceiver;
 use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
 use crate::transport::udp::{CbrSource, DatagramSink};
@@ -26,11 +27,15 @@ use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+mod feedback;
+
 /// A flow's sending side.
 #[derive(Debug, Clone)]
 pub enum Source {
     Tcp(TcpSender),
     Cbr(CbrSource),
+    /// A rate-limited source with a QCN reaction point (`cc = "qcn"`).
+    Qcn(QcnSource),
 }
 
 /// A flow's receiving side.
@@ -141,6 +146,8 @@ pub struct World {
     scratch: Vec<Packet>,
     tcp: TcpConfig,
     lookahead: bool,
+    /// The empty route feedback packets travel on (created on first use; see `feedback.rs`).
+    feedback_route: Option<u32>,
     /// After the end: lagging sources finish their last moments (see `catch_up_sources`).
     catching_up: bool,
     /// The next time delivered bytes are read (sample, end of warm-up, end).
@@ -184,6 +191,7 @@ impl World {
             scratch: Vec::with_capacity(64),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
+            feedback_route: None,
             catching_up: false,
             next_checkpoint_ns: 0,
             scenario: s.clone(),
@@ -301,6 +309,10 @@ impl World {
             self.routes.make_sink_line(fwd_route);
         }
         let (source, sink) = match udp {
+            Some((rate, size)) if info.cc.as_ref() == "qcn" => (
+                Source::Qcn(QcnSource::build(id, rate, size, &info, params, self.seed)?),
+                Sink::Datagram(DatagramSink::default()),
+            ),
             Some((rate, size)) => (
                 Source::Cbr(CbrSource::new(id, rate, size, info.ecn.codepoint(), info.start_ns, info.stop_ns)),
                 Sink::Datagram(DatagramSink::default()),
@@ -409,7 +421,7 @@ impl World {
                         continue;
                     }
                     while let Some(p) = self.lines[d].pop_due(t) {
-                        let to_source = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck);
+                        let to_source = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck | PacketKind::Cnm);
                         let f = p.flow as usize;
                         if to_source
                             && self.routes.stage(p.route, p.hop).is_none()
@@ -456,6 +468,10 @@ impl World {
         if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
         }
+        if q.has_feedback() {
+            self.send_feedback(l);
+        }
+        let link = &mut self.links[l];
         let pkt = if link.loss > 0.0 || link.mark > 0.0 { link.apply_random(pkt, &mut self.flow_counters) } else { Some(pkt) };
         if let Some(p) = pkt {
             self.forward(p);
@@ -492,6 +508,9 @@ impl World {
                     if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
                         self.events.schedule(done, Event::LinkTxDone(l));
                     }
+                }
+                if q.has_feedback() {
+                    self.send_feedback(l as usize);
                 }
             }
             Some(Stage::Line(d)) => {
@@ -538,8 +557,10 @@ impl World {
         self.flush_source_samples(f, local);
         let mut out = std::mem::take(&mut self.scratch);
         let flow = &mut self.flows[f];
-        if let Source::Tcp(s) = &mut flow.source {
-            s.on_packet(local, &pkt, &mut out);
+        match &mut flow.source {
+            Source::Tcp(s) => s.on_packet(local, &pkt, &mut out),
+            Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, &pkt),
+            _ => {}
         }
         if let Some(m) = flow.marker.as_deref_mut() {
             m.mark_all(local, &mut out);
@@ -608,6 +629,7 @@ impl World {
         match &mut self.flows[f].source {
             Source::Tcp(s) => s.on_timer(local, &mut out),
             Source::Cbr(c) => c.on_timer(local, &mut out),
+            Source::Qcn(q) => q.on_timer(local, &mut out),
         }
         if let Some(m) = self.flows[f].marker.as_deref_mut() {
             m.mark_all(local, &mut out);
@@ -641,6 +663,7 @@ impl World {
         let want = match &flow.source {
             Source::Tcp(s) => s.next_wakeup_ns(),
             Source::Cbr(c) => c.next_wakeup_ns(),
+            Source::Qcn(q) => q.next_wakeup_ns(),
         };
         if let Some(w) = want.map(|local| local + flow.clock_offset_ns) {
             let w = w.max(self.now_ns);
@@ -692,6 +715,9 @@ impl World {
             if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
                 self.events.schedule(done, Event::LinkTxDone(l as u32));
             }
+        }
+        if q.has_feedback() {
+            self.send_feedback(l);
         }
         self.sync_qdisc_timer(l);
     }
@@ -789,7 +815,7 @@ impl World {
                 if s.state() == SenderState::Finished {
                     f.sampled_done = true;
                 }
-                self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits);
+                self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits, 0);
                 let names = s.cc.probe_names();
                 if !names.is_empty() && !f.info.from_workload {
                     let mut vals = [0.0; 8];
@@ -799,7 +825,16 @@ impl World {
                     }
                 }
             }
-            Source::Cbr(_) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0),
+            Source::Cbr(c) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, c.rate_bps()),
+            Source::Qcn(q) => {
+                self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, q.rp.rate_bps());
+                let mut vals = [0.0; 8];
+                let names = q.probe_names();
+                q.probe(&mut vals[..names.len()]);
+                for (k, n) in names.iter().enumerate() {
+                    self.probes.push(t, &format!("flow{i}"), n, vals[k]);
+                }
+            }
         }
     }
 

@@ -79,3 +79,30 @@ fn lookahead_gives_identical_results_for_one_flow_to_the_last_sample() {
     let (a, b) = both(s);
     assert_same(&a, &b);
 }
+
+#[test]
+fn lookahead_gives_identical_results_with_qcn_feedback() {
+    // CNMs travel back to lagging sources (2·offset + route delay) and must
+    // reach them at the same local time as in the textbook schedule; a CUBIC
+    // flow through the same congestion point ignores the CNMs it is sent.
+    let s = json!({
+        "duration": "400ms", "seed": 7,
+        "bottleneck": {"rate": "999999937bps", "buffer": "80pkt", "aqm": "qcn", "delay": "300017ns",
+                       "params": {"q_eq": "17pkt"},
+                       "rate_schedule": [{"at": "100000003ns", "rate": "299999981bps"}, {"at": "250000007ns", "rate": "999999937bps"}]},
+        "flows": [
+            {"cc": "qcn", "count": 3, "rtt": "1100071ns", "rate": "400000037bps", "packet_size": "1499B",
+             "start_jitter": "1ms", "params": {"fbhat": true}},
+            {"cc": "qcn", "rtt": "700093ns", "rate": "350000011bps", "packet_size": "1201B"},
+            {"cc": "cubic", "rtt": "2300131ns", "start": "50ms"}
+        ],
+        "metrics": {"interval": "5ms"}
+    });
+    let (a, b) = both(s);
+    assert!(a.table("probes").strs("probe").iter().any(|p| p == "cnms"));
+    let cnms = a.table("probes");
+    let (owner, probe, value) = (cnms.strs("owner"), cnms.strs("probe"), cnms.f64s("value"));
+    let sent = (0..owner.len()).filter(|&i| owner[i] == "bottleneck" && probe[i] == "cnms").map(|i| value[i]).fold(0.0, f64::max);
+    assert!(sent > 100.0, "the congestion point sent {sent} CNMs");
+    assert_same(&a, &b);
+}

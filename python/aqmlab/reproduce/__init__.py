@@ -18,7 +18,6 @@ from typing import Any
 from aqmlab.reproduce.abe import Abe
 from aqmlab.reproduce.aqm_kids import AqmKids
 from aqmlab.reproduce.dualq import DualqCoexistence
-from aqmlab.reproduce.vdq_csaqm import VdqCsaqm
 from aqmlab.reproduce.framework import (
     Case,
     Claim,
@@ -31,6 +30,8 @@ from aqmlab.reproduce.framework import (
     missing_requirements,
     reproduce,
 )
+from aqmlab.reproduce.qcn import QcnHotspot
+from aqmlab.reproduce.vdq_csaqm import VdqCsaqm
 
 __all__ = [
     "EXPERIMENTS",
@@ -46,13 +47,6 @@ __all__ = [
     "reproduce",
     "status",
 ]
-
-
-class QcnHotspot(Experiment):
-    name = "qcn-hotspot"
-    title = "QCN: transience and equilibrium at a hotspot (Kabbani, Pan, Prabhakar, Seaman)"
-    source = "seed 003: Kabbani, Pan, Prabhakar, Seaman, 'QCN Transience and Equilibrium: Response and Stability'"
-    pending = "the engine has no QCN congestion/reaction points yet (engine support pending)"
 
 
 EXPERIMENTS: dict[str, Experiment] = {

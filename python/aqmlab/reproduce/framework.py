@@ -60,6 +60,8 @@ class Runs:
     def __init__(self, cases: Sequence[Case], summaries: dict[str, list[dict[str, Any]]]):
         self.cases = list(cases)
         self._by_label = summaries
+        #: Full results (every table) of the showcase cases, first seed, by label.
+        self.showcased: dict[str, Any] = {}
 
     def select(self, **tags: Any) -> list[Case]:
         """Cases whose tags match every given value (a list/tuple/set matches any of its values)."""
@@ -267,6 +269,7 @@ def reproduce(
         if o.summary is not None:
             by_label[owner[i]].append(o.summary)
     runs = Runs(cases, by_label)
+    runs.showcased = showcased
     verdicts = []
     for claim in exp.claims():
         try:

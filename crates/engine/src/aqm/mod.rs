@@ -19,11 +19,12 @@ pub mod fifo;
 pub mod fq_codel;
 pub mod pi2;
 pub mod pie;
+pub mod qcn;
 pub mod red;
 pub mod step;
 pub mod vdq_csaqm;
 
-use crate::net::packet::{Ecn, Packet};
+use crate::net::packet::{Ecn, Packet, PacketKind};
 use crate::sim::rng::SimRng;
 use crate::sim::units::BufferSpec;
 use serde::{de::DeserializeOwned, Serialize};
@@ -91,12 +92,15 @@ pub struct FlowQueueCounters {
 }
 
 /// What a discipline may touch while it runs: the clock, its random stream,
-/// and the drop/mark accounting.
+/// the drop/mark accounting, and the feedback channel to sources.
 pub struct QdiscCtx<'a> {
     pub now_ns: u64,
     pub rng: &'a mut SimRng,
     pub(crate) counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
     pub(crate) flow_counters: &'a mut [FlowQueueCounters],
+    /// Control packets for flows' sources (see [`QdiscCtx::notify_source`]);
+    /// `None` where the caller routes no feedback.
+    pub(crate) feedback: Option<&'a mut Vec<Packet>>,
 }
 
 impl<'a> QdiscCtx<'a> {
@@ -106,7 +110,33 @@ impl<'a> QdiscCtx<'a> {
         counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
         flow_counters: &'a mut [FlowQueueCounters],
     ) -> Self {
-        QdiscCtx { now_ns, rng, counters, flow_counters }
+        QdiscCtx { now_ns, rng, counters, flow_counters, feedback: None }
+    }
+
+    /// Collect what [`QdiscCtx::notify_source`] sends into `out`; the engine
+    /// routes it from there (the queue slot's feedback buffer).
+    pub fn with_feedback(mut self, out: &'a mut Vec<Packet>) -> Self {
+        self.feedback = Some(out);
+        self
+    }
+
+    /// Send a control packet `msg` (e.g. a QCN congestion notification
+    /// message, `PacketKind::Cnm`) to the source of the flow `about` belongs
+    /// to. The engine delivers it over a pure delay equal to the one-way
+    /// propagation delay from that source to this queue, as if reflected
+    /// straight back (802.1Qau CNMs are addressed to the sampled frame's
+    /// source). Only packets travelling from a source (data, SYN, datagrams)
+    /// can be reflected; for others nothing is sent.
+    pub fn notify_source(&mut self, about: &Packet, mut msg: Packet) {
+        if !matches!(about.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram) {
+            return;
+        }
+        msg.flow = about.flow;
+        msg.ts_ns = self.now_ns;
+        msg.enq_ns = self.now_ns;
+        if let Some(out) = self.feedback.as_deref_mut() {
+            out.push(msg);
+        }
     }
 
     /// Discard `pkt` for `reason`.
@@ -261,6 +291,7 @@ pub enum AnyQdisc {
     DualPi2(dualpi2::DualPi2),
     CurvyRed(curvy_red::CurvyRed),
     VdqCsaqm(vdq_csaqm::VdqCsaqm),
+    Qcn(qcn::Qcn),
 }
 
 macro_rules! dispatch {
@@ -276,6 +307,7 @@ macro_rules! dispatch {
             AnyQdisc::DualPi2($q) => $e,
             AnyQdisc::CurvyRed($q) => $e,
             AnyQdisc::VdqCsaqm($q) => $e,
+            AnyQdisc::Qcn($q) => $e,
         }
     };
 }
@@ -356,6 +388,7 @@ pub const REGISTRY: &[AqmEntry] = &[
     entry!("dualpi2", "DualQ Coupled PI2, RFC 9332", dualpi2::DualPi2Config, DualPi2, dualpi2::DualPi2),
     entry!("curvy_red", "DualQ Curvy RED, RFC 9332 App. B", curvy_red::CurvyRedConfig, CurvyRed, curvy_red::CurvyRed),
     entry!("vdq_csaqm", "Virtual DualQ Core-Stateless AQM for per-packet values (Nádas et al., ANRW 2020)", vdq_csaqm::VdqCsaqmConfig, VdqCsaqm, vdq_csaqm::VdqCsaqm),
+    entry!("qcn", "QCN congestion point, IEEE 802.1Qau (tail-drop FIFO + CNM feedback)", qcn::QcnConfig, Qcn, qcn::Qcn),
 ];
 
 pub fn aqm_names() -> Vec<&'static str> {
@@ -387,6 +420,8 @@ pub(crate) mod testing {
         pub rng: SimRng,
         pub counters: [SubqueueCounters; MAX_SUBQUEUES],
         pub flows: Vec<FlowQueueCounters>,
+        /// What the discipline sent to sources (`notify_source`).
+        pub feedback: Vec<Packet>,
     }
 
     impl<Q: Qdisc> Harness<Q> {
@@ -396,10 +431,12 @@ pub(crate) mod testing {
                 rng: SimRng::derive(1, Domain::Queue, 0),
                 counters: Default::default(),
                 flows: vec![FlowQueueCounters::default(); 64],
+                feedback: vec![],
             }
         }
         pub fn ctx(&mut self, now_ns: u64) -> (&mut Q, QdiscCtx<'_>) {
-            (&mut self.q, QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, &mut self.flows))
+            let ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, &mut self.flows);
+            (&mut self.q, ctx.with_feedback(&mut self.feedback))
         }
         #[track_caller]
         pub fn enqueue(&mut self, now_ns: u64, mut pkt: Packet) {

@@ -13,11 +13,13 @@ pub struct FlowSeries {
     pub srtt_ns: Vec<u64>,
     pub in_flight_segs: Vec<u64>,
     pub retransmits: Vec<u64>,
+    /// Sending rate of a rate-based source (UDP rate, QCN current rate); 0 for TCP.
+    pub rate_bps: Vec<u64>,
 }
 
 impl FlowSeries {
     #[allow(clippy::too_many_arguments)]
-    pub fn push(&mut self, t: u64, flow: u32, delivered: u64, cwnd: u32, ssthresh: u32, srtt: u64, in_flight: u32, retx: u64) {
+    pub fn push(&mut self, t: u64, flow: u32, delivered: u64, cwnd: u32, ssthresh: u32, srtt: u64, in_flight: u32, retx: u64, rate_bps: u64) {
         self.t_ns.push(t);
         self.flow.push(flow as u64);
         self.delivered_bytes.push(delivered);
@@ -26,6 +28,7 @@ impl FlowSeries {
         self.srtt_ns.push(srtt);
         self.in_flight_segs.push(in_flight as u64);
         self.retransmits.push(retx);
+        self.rate_bps.push(rate_bps);
     }
 
     /// Order rows by (time, flow): lagging sources deliver their rows late.
@@ -46,6 +49,7 @@ impl FlowSeries {
         permute(&mut self.srtt_ns, &idx);
         permute(&mut self.in_flight_segs, &idx);
         permute(&mut self.retransmits, &idx);
+        permute(&mut self.rate_bps, &idx);
     }
 
     pub fn into_table(self) -> Table {
@@ -58,6 +62,7 @@ impl FlowSeries {
             .col("srtt_ns", Column::U64(self.srtt_ns))
             .col("in_flight_segs", Column::U64(self.in_flight_segs))
             .col("retransmits", Column::U64(self.retransmits))
+            .col("rate_bps", Column::U64(self.rate_bps))
     }
 }
 

@@ -202,8 +202,10 @@ pub fn build(mut w: World) -> Results {
             };
             let _ = s.cc.cwnd();
         }
-        if let Source::Cbr(c) = &f.source {
-            sent = c.pkts_sent;
+        match &f.source {
+            Source::Cbr(c) => sent = c.pkts_sent,
+            Source::Qcn(q) => sent = q.pkts_sent,
+            Source::Tcp(_) => {}
         }
         let goodput = match (info.size_bytes, fct) {
             (Some(size), Some(fct)) => size as f64 * 8.0 / ns_to_secs(fct.max(1)),

@@ -41,6 +41,10 @@ pub struct QueueSlot {
     pub samples: Vec<SojournSample>,
     /// Time of the pending qdisc timer event, if any.
     pub timer_at: Option<u64>,
+    /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
+    /// waiting for the world to route them; empty (never allocated) for
+    /// disciplines that send none.
+    pub(crate) feedback: Vec<Packet>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +90,7 @@ impl Link {
             sample_countdown: sample_every,
             samples: vec![],
             timer_at: None,
+            feedback: vec![],
         });
         self
     }
@@ -133,7 +138,7 @@ impl QueueSlot {
         let c = &mut self.counters[pkt.subq as usize];
         c.arrived_pkts += 1;
         c.arrived_bytes += pkt.size_bytes as u64;
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         self.qdisc.enqueue(pkt, &mut ctx);
         self.in_tx.is_none()
     }
@@ -143,7 +148,7 @@ impl QueueSlot {
     #[inline]
     pub fn start_tx(&mut self, now_ns: u64, rate_bps: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
         debug_assert!(self.in_tx.is_none());
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         let pkt = self.qdisc.dequeue(&mut ctx)?;
         let sub = pkt.subq as usize;
         let c = &mut self.counters[sub];
@@ -199,8 +204,14 @@ impl QueueSlot {
         self.in_tx.is_some()
     }
 
+    /// The discipline has control packets for sources waiting to be routed.
+    #[inline(always)]
+    pub fn has_feedback(&self) -> bool {
+        !self.feedback.is_empty()
+    }
+
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         self.qdisc.on_timer(&mut ctx);
     }
 

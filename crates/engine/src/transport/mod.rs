@@ -1,9 +1,11 @@
-//! Transports: TCP (sender + receiver) and unresponsive datagram sources.
+//! Transports: TCP (sender + receiver), unresponsive datagram sources, and
+//! QCN rate-limited sources (802.1Qau reaction points).
 //!
 //! Endpoints produce packets without routes; the world stamps the route of
 //! the flow's direction and forwards them. Endpoints never see queues.
 
 pub mod rate;
+pub mod qcn_rp;
 pub mod rtt;
 pub mod scoreboard;
 pub mod tcp_receiver;

@@ -27,6 +27,10 @@ impl CbrSource {
         CbrSource { flow, rate_bps, size_bytes, ecn, next_ns: start_ns, stop_ns, seq: 0, carry_ns_x_rate: 0, bytes_sent: 0, pkts_sent: 0 }
     }
 
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
     pub fn next_wakeup_ns(&self) -> Option<u64> {
         match self.stop_ns {
             Some(s) if self.next_ns >= s => None,

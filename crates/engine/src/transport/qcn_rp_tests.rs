@@ -1,0 +1,240 @@
+//! Reaction point and QCN source: scripted CNMs, sends and timer expiries
+//! with exact expected rates (cycle jitter off).
+
+use super::*;
+use crate::sim::rng::Domain;
+
+const G: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+
+fn exact() -> QcnRpConfig {
+    QcnRpConfig { cycle_jitter: 0.0, ..QcnRpConfig::default() }
+}
+
+fn rp(line_bps: u64, cfg: QcnRpConfig) -> ReactionPoint {
+    ReactionPoint::new(cfg, line_bps, SimRng::derive(1, Domain::Flow, 0))
+}
+
+/// Send 1500-byte packets until a byte-counter cycle ends; returns how many.
+#[track_caller]
+fn bc_cycle(r: &mut ReactionPoint) -> u32 {
+    for n in 1..10_000 {
+        if r.on_sent(1500) {
+            return n;
+        }
+    }
+    panic!("no cycle ended");
+}
+
+// ---------------------------------------------------------------------------
+// Rate decrease
+
+#[test]
+fn cnm_cuts_cr_by_gd_fb_and_keeps_the_old_cr_as_target() {
+    let mut r = rp(G, exact());
+    assert_eq!((r.rate_bps(), r.stage()), (G, RpStage::Released));
+    // 1 Gbit/s * (1 - 32/128) = 750 Mbit/s; TR = the rate before the cut.
+    r.on_cnm(0, 32);
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps, r.rate_bps()), (750_000_000, G, 750_000_000));
+    assert_eq!(r.stage(), RpStage::FastRecovery);
+    // |Fb| = 63: 750 Mbit/s * 65/128 = 380 859 375 bit/s exactly; TR follows CR.
+    r.on_cnm(1, 63);
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (380_859_375, 750_000_000));
+    // Never below the minimum rate (5 Mbit/s).
+    for t in 2..30 {
+        r.on_cnm(t, 63);
+    }
+    assert_eq!(r.vars.cr_bps, 5_000_000);
+    assert_eq!(r.vars.cnms, 30);
+}
+
+// ---------------------------------------------------------------------------
+// Fast Recovery, Active Increase, release
+
+#[test]
+fn fast_recovery_halves_the_gap_to_tr_for_five_cycles_then_active_increase_releases() {
+    let mut r = rp(G, exact());
+    r.on_cnm(0, 32); // CR 750 M, TR 1 G
+    // CR_k = TR - (TR - CR_0)/2^k, TR fixed; 150 KB = 100 packets per cycle.
+    for want in [875_000_000, 937_500_000, 968_750_000, 984_375_000, 992_187_500] {
+        assert_eq!(bc_cycle(&mut r), 100);
+        assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (want, G));
+    }
+    assert_eq!(r.stage(), RpStage::FastRecovery);
+    // Cycle 6 is Active Increase and half as long (75 KB): TR += 5 Mbit/s, CR = (CR + TR)/2.
+    assert_eq!(bc_cycle(&mut r), 50);
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (998_593_750, 1_005_000_000));
+    assert_eq!(r.stage(), RpStage::ActiveIncrease);
+    // Cycle 7: TR 1.010 G, CR would be 1 004 296 875 > line rate: the limiter is released.
+    assert_eq!(bc_cycle(&mut r), 50);
+    assert_eq!((r.stage(), r.rate_bps(), r.timer_deadline_ns()), (RpStage::Released, G, None));
+    assert!(!r.on_sent(1500), "a released RP counts no cycles");
+}
+
+#[test]
+fn active_then_hyper_active_increase_add_r_ai_and_i_times_r_hai() {
+    // Four |Fb| = 63 cuts from 100 Gbit/s leave TR far below the line rate, so
+    // CR (which chases TR) is not released during the test.
+    let mut r = rp(100 * G, exact());
+    for _ in 0..4 {
+        r.on_cnm(0, 63);
+    }
+    let tr0 = r.vars.tr_bps;
+    assert_eq!(tr0, 13_095_140_457); // 100 G * (65/128)^3, rounded at each step
+    for _ in 0..5 {
+        bc_cycle(&mut r); // Fast Recovery: TR stays
+    }
+    assert_eq!(r.vars.tr_bps, tr0);
+    bc_cycle(&mut r); // byte counter at 6: Active Increase
+    assert_eq!((r.vars.tr_bps - tr0, r.stage()), (5_000_000, RpStage::ActiveIncrease));
+    // Timer cycles: 15 ms each for the first five, then 7.5 ms (halved past Fast Recovery).
+    let mut deadlines = vec![];
+    let mut tr = vec![];
+    for _ in 0..6 {
+        let t = r.timer_deadline_ns().unwrap();
+        deadlines.push(t);
+        assert!(r.on_timer(t));
+        tr.push(r.vars.tr_bps - tr0);
+    }
+    assert_eq!(deadlines, vec![15 * MS, 30 * MS, 45 * MS, 60 * MS, 75 * MS, 82_500_000]);
+    // Timer cycles 1-5: Active Increase (the byte counter is past 5); cycle 6: both
+    // counters past 5, Hyper-Active Increase with i = min(6, 6) - 5 = 1.
+    assert_eq!(tr, vec![10_000_000, 15_000_000, 20_000_000, 25_000_000, 30_000_000, 80_000_000]);
+    assert_eq!(r.stage(), RpStage::HyperActiveIncrease);
+    // Byte counter 7: i = min(7, 6) - 5 = 1; then timer 7: i = min(7, 7) - 5 = 2.
+    bc_cycle(&mut r);
+    assert_eq!(r.vars.tr_bps - tr0, 130_000_000);
+    let t = r.timer_deadline_ns().unwrap();
+    assert_eq!(t, 90 * MS);
+    r.on_timer(t);
+    assert_eq!(r.vars.tr_bps - tr0, 230_000_000);
+    // A timer call before the deadline does nothing.
+    assert!(!r.on_timer(t + 1));
+}
+
+#[test]
+fn the_timer_alone_recovers_an_idle_limiter() {
+    // No packets sent: every rate increase comes from the 15 ms timer.
+    let mut r = rp(G, exact());
+    r.on_cnm(0, 32); // CR 750 M, TR 1 G
+    for (k, want) in [875_000_000, 937_500_000, 968_750_000, 984_375_000, 992_187_500].into_iter().enumerate() {
+        let t = r.timer_deadline_ns().unwrap();
+        assert_eq!(t, (k as u64 + 1) * 15 * MS);
+        r.on_timer(t);
+        assert_eq!(r.vars.cr_bps, want);
+    }
+    while r.stage() != RpStage::Released {
+        let t = r.timer_deadline_ns().unwrap();
+        r.on_timer(t);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Fb-hat (seed 003)
+
+#[test]
+fn fbhat_saturates_halves_every_50_packets_and_shortens_cycles_when_small() {
+    let mut r = rp(G, QcnRpConfig { fbhat: true, ..exact() });
+    r.on_cnm(0, 20);
+    assert_eq!(r.vars.fbhat, 20);
+    r.on_cnm(0, 20);
+    assert_eq!(r.vars.fbhat, 31, "a 5-bit counter saturates at 31");
+    assert_eq!(r.vars.bc_left, 150_000, "Fb-hat 31: a full 100-packet cycle");
+    let mut seen = vec![];
+    for _ in 0..4 {
+        for _ in 0..50 {
+            r.on_sent(1500);
+        }
+        seen.push(r.vars.fbhat);
+    }
+    assert_eq!(seen, vec![15, 7, 3, 1]);
+    // Cycle ends at packets 100 (Fb-hat 7: next cycle 150 KB) and 200 (Fb-hat 1: 75 KB).
+    assert_eq!((r.vars.bc_cycles, r.vars.bc_left), (2, 75_000));
+    // A new CNM raises Fb-hat above the threshold: full cycles again.
+    r.on_cnm(1, 5);
+    assert_eq!((r.vars.fbhat, r.vars.bc_left), (6, 150_000));
+}
+
+#[test]
+fn without_fbhat_the_estimate_stays_zero_and_cycles_keep_their_length() {
+    let mut r = rp(G, exact());
+    r.on_cnm(0, 20);
+    for _ in 0..200 {
+        r.on_sent(1500);
+    }
+    assert_eq!((r.vars.fbhat, r.vars.bc_cycles, r.vars.bc_left), (0, 2, 150_000));
+}
+
+#[test]
+fn cycle_jitter_spreads_cycle_lengths_within_fifteen_percent() {
+    let mut r = rp(G, QcnRpConfig::default());
+    let mut lens = vec![];
+    for t in 0..2000 {
+        r.on_cnm(t, 1);
+        lens.push(r.vars.bc_left as f64);
+    }
+    let (lo, hi) = lens.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let mean = lens.iter().sum::<f64>() / lens.len() as f64;
+    assert!(lo >= 127_500.0 && hi <= 172_500.0, "{lo}..{hi}");
+    assert!(hi - lo > 40_000.0 && (mean - 150_000.0).abs() < 2_000.0, "{lo}..{hi} mean {mean}");
+}
+
+// ---------------------------------------------------------------------------
+// The source
+
+fn run_until(s: &mut QcnSource, until_ns: u64, out: &mut Vec<Packet>) {
+    while let Some(t) = s.next_wakeup_ns().filter(|&t| t <= until_ns) {
+        s.on_timer(t, out);
+    }
+}
+
+fn cnm(fb: u32) -> Packet {
+    let mut p = Packet::new(PacketKind::Cnm, 0, 64);
+    p.aux = fb;
+    p
+}
+
+#[test]
+fn source_spacing_follows_the_reaction_point_rate() {
+    let mut s = QcnSource::new(0, 1500, Ecn::NotEct, 0, None, rp(G, exact()));
+    let mut out = vec![];
+    run_until(&mut s, 100_000, &mut out);
+    // 1 Gbit/s, 1500 B: one packet every 12 us, at 0, 12, ..., 96 us.
+    assert_eq!(out.len(), 9);
+    assert!(out.windows(2).all(|w| w[1].ts_ns - w[0].ts_ns == 12_000));
+    // A CNM at 100 us: 750 Mbit/s, so the next packet leaves 16 us after the last (96 us).
+    s.on_cnm(100_000, &cnm(32));
+    out.clear();
+    run_until(&mut s, 150_000, &mut out);
+    let ts: Vec<u64> = out.iter().map(|p| p.ts_ns).collect();
+    assert_eq!(ts, vec![112_000, 128_000, 144_000]);
+    assert_eq!((s.pkts_sent, s.bytes_sent), (12, 18_000));
+}
+
+#[test]
+fn a_low_rate_source_recovers_through_its_timer() {
+    // Seven |Fb| = 63 CNMs take a 1 Gbit/s source to 8.7 Mbit/s (TR 17.2 Mbit/s).
+    let mut s = QcnSource::new(0, 1500, Ecn::NotEct, 0, None, rp(G, exact()));
+    for _ in 0..7 {
+        s.on_cnm(0, &cnm(63));
+    }
+    let (cr0, tr0) = (s.rp.vars.cr_bps, s.rp.vars.tr_bps);
+    assert!((8_000_000..9_000_000).contains(&cr0), "{cr0}");
+    let mut out = vec![];
+    // 75 ms: five 15 ms timer cycles, while 150 KB at ~10-17 Mbit/s takes longer than that.
+    run_until(&mut s, 75 * MS, &mut out);
+    assert_eq!((s.rp.vars.timer_cycles, s.rp.vars.bc_cycles), (5, 0));
+    assert_eq!(s.rp.vars.cr_bps, tr0 - (tr0 - cr0) / 32);
+    // Then Active Increase every 7.5 ms, and Hyper-Active once the byte counter is past 5
+    // cycles: back to line rate (released) well within a second.
+    let mut released_at = None;
+    for ms in 76..1000 {
+        run_until(&mut s, ms * MS, &mut out);
+        if s.rp.stage() == RpStage::Released {
+            released_at = Some(ms);
+            break;
+        }
+    }
+    let at = released_at.expect("released within 1 s");
+    assert!((120..400).contains(&at), "released after {at} ms"); // 188 ms when written
+}
