@@ -375,6 +375,44 @@ mod tests {
         assert_eq!(h.q.vars.drop_next_ns, now + (100.0 * MS as f64 / 7f64.sqrt()) as u64);
     }
 
+    /// The same rule reached by a real trace rather than injected state: an
+    /// episode that ends when the queue drains, then a new standing queue.
+    #[test]
+    fn drained_episode_then_new_standing_queue_reuses_the_old_count() {
+        let mut h = codel(false);
+        let first = standing_queue_signal_times(&mut h, Ecn::NotEct, 500);
+        assert_eq!(first, [120, 220, 291, 349, 399, 444, 484]);
+        let (count, drop_next) = (h.q.vars.count, h.q.vars.drop_next_ns);
+        assert_eq!((count, h.q.vars.lastcount), (7, 1));
+        // Drain everything at 501 ms: no drop is due (drop_next ≈ 521.8 ms), and
+        // the last packets leave with backlog ≤ MTU, which ends the episode.
+        while h.dequeue(501 * MS).is_some() {}
+        assert!(!h.q.vars.dropping);
+        assert_eq!(h.drops() as usize, first.len());
+        // A new standing queue from 600 ms: above target from 620 ms, so the
+        // dropping state is entered at 720 ms, 198 ms (< 16 intervals) after
+        // drop_next: count = count − lastcount = 6, then the control law resumes
+        // from √6, not from 1 (720 + 100/√6 = 760.8, + 100/√7 = 798.6 ms).
+        for _ in 0..50 {
+            h.enqueue(600 * MS, data(1, Ecn::NotEct));
+        }
+        let mut second = vec![];
+        for t in 601..=800 {
+            h.enqueue(t * MS, data(1, Ecn::NotEct));
+            if t >= 620 {
+                let before = h.drops();
+                h.dequeue(t * MS);
+                if h.drops() > before {
+                    second.push(t);
+                }
+            }
+        }
+        assert!(720 * MS - drop_next < 16 * 100 * MS);
+        assert_eq!(second, [720, 761, 799]);
+        assert_eq!((h.q.vars.count, h.q.vars.lastcount), (8, 6));
+        h.assert_conservation();
+    }
+
     #[test]
     fn reentry_after_16_intervals_restarts_count_at_one() {
         let now = 5_000 * MS;

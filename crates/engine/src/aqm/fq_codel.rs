@@ -61,9 +61,10 @@ impl Default for FqCodelConfig {
             memory_limit_bytes: 32 << 20,
             // 64 packets; Linux fq_codel_init (bounds the cost of one overflow).
             drop_batch_size: 64,
-            // 5 ms / 100 ms: CoDel defaults, RFC 8290 §4.
-            target_ns: 5_000_000,
-            interval_ns: 100_000_000,
+            // CoDel's own defaults (5 ms / 100 ms), as RFC 8290 §4 specifies;
+            // taken from CodelConfig so the two cannot drift apart.
+            target_ns: CodelConfig::default().target_ns,
+            interval_ns: CodelConfig::default().interval_ns,
             // on; RFC 8290 §4 and Linux fq_codel_init (unlike sch_codel).
             ecn: true,
             // disabled; Linux default.
