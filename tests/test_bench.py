@@ -64,3 +64,13 @@ def test_b_is_skipped_with_a_message_without_dualpi2(tmp_path: Path) -> None:
 def test_unknown_bench_name_is_exit_2(tmp_path: Path) -> None:
     proc = cli("bench", "--only", "Z", cwd=tmp_path)
     assert proc.returncode == 2 and "aqmlab: error: --only: unknown benchmark 'Z'" in proc.stderr
+
+
+def test_metric_sets_change_the_cost_not_the_simulation(tmp_path: Path) -> None:
+    """--metrics off/samples record less/more, but the packets simulated are the same."""
+    runs = {m: _bench_json(tmp_path, "--only", "A-10", "--duration", "20ms", "--metrics", m) for m in ("default", "off", "samples")}
+    work = {m: (r[0]["events"], r[0]["bottleneck_packets"], r[0]["metrics"]) for m, r in runs.items()}
+    assert {w[:2] for w in work.values()} == {work["default"][:2]}, work
+    assert [w[2] for w in work.values()] == ["default", "off", "samples"]
+    proc = cli("bench", "--metrics", "all", cwd=tmp_path)
+    assert proc.returncode == 2 and "--metrics" in proc.stderr and "default" in proc.stderr

@@ -46,7 +46,35 @@ def check_summary_contract(s: dict[str, Any]) -> None:
             assert isinstance(stats["drops"], int) and isinstance(stats["marks"], int)
         assert isinstance(q["utilization"], NUM)
         assert isinstance(q["subqueues"], dict)
-    assert "jain" in s["fairness"] and "l4s_classic_ratio" in s["fairness"] or "jain" in s["fairness"]
+    check_fairness_contract(s)
+
+
+def check_fairness_contract(s: dict[str, Any]) -> None:
+    """`fairness` (docs/results.md; engine: metrics/summary.rs): `jain` always
+    (null when no unbounded TCP flow was active in the window);
+    `l4s_classic_ratio`, the mean goodput of L4S flows over that of the
+    others, only when both kinds exist (and the others' mean is positive)."""
+    fair = s["fairness"]
+    groups = s["scenario"].get("flows", [])
+    # Unbounded TCP flows of [[flows]] active in the window (an unbounded
+    # flow's goodput is null exactly when it was not active in it).
+    long = [
+        f for f in s["flows"]
+        if f["cc"] not in ("udp", "qcn") and "size" not in groups[f["group"]] and f["goodput_bps"] is not None
+    ]
+    assert "jain" in fair
+    if long and any(f["goodput_bps"] > 0 for f in long):
+        assert isinstance(fair["jain"], NUM) and 0 < fair["jain"] <= 1 + 1e-12
+    else:
+        assert fair["jain"] is None
+    l4s = [f["goodput_bps"] for f in long if f["ecn"] == "l4s"]
+    other = [f["goodput_bps"] for f in long if f["ecn"] != "l4s"]
+    if l4s and other and sum(other) > 0:
+        ratio = fair.get("l4s_classic_ratio")
+        assert isinstance(ratio, NUM) and ratio >= 0, fair
+        assert ratio == pytest.approx((sum(l4s) / len(l4s)) / (sum(other) / len(other)), rel=1e-9)
+    else:
+        assert "l4s_classic_ratio" not in fair, fair
 
 
 def check_sane(s: dict[str, Any]) -> None:
@@ -95,6 +123,8 @@ def test_run_example_end_to_end(example: Path, tmp_path: Path) -> None:
     s = json.loads((out / "summary.json").read_text())
     check_summary_contract(s)
     check_sane(s)
+    if example.stem == "coexistence":  # DCTCP (L4S) next to CUBIC: the ratio must be there
+        assert s["fairness"]["l4s_classic_ratio"] > 0
     name = tomllib.loads(example.read_text()).get("name")
     assert s["scenario"]["name"] == name
     assert tomllib.loads((out / "scenario.toml").read_text())["name"] == name

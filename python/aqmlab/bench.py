@@ -32,13 +32,25 @@ import subprocess
 import sys
 from typing import Any
 
-__all__ = ["SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
+__all__ = ["METRICS", "SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "B", "C-10", "C-1000", "C-10000")
 
 
-def _metrics() -> dict[str, Any]:
-    return {"timeseries": False, "sojourn_histograms": True, "sojourn_samples_every": 0}
+#: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
+#: normal run records except time series; ``off`` records only counters;
+#: ``samples`` adds a raw sojourn sample of every packet.
+METRICS = ("default", "off", "samples")
+
+
+def _metrics(metrics: str = "default") -> dict[str, Any]:
+    if metrics not in METRICS:
+        raise ValueError(f"unknown metric set '{metrics}' (allowed: {', '.join(METRICS)})")
+    return {
+        "timeseries": False,
+        "sojourn_histograms": metrics != "off",
+        "sojourn_samples_every": 1 if metrics == "samples" else 0,
+    }
 
 
 def _dumbbell_a(flows: int) -> dict[str, Any]:
@@ -48,7 +60,6 @@ def _dumbbell_a(flows: int) -> dict[str, Any]:
         "bottleneck": {"rate": "10Gbps", "buffer": "250pkt", "aqm": "step", "params": {"threshold": "65pkt"}},
         "flows": [{"cc": "dctcp", "count": flows, "rtt": "100us", "start_jitter": "1ms"}],
         "tcp": {"mtu_bytes": 1500},
-        "metrics": _metrics(),
     }
 
 
@@ -64,12 +75,12 @@ def _b() -> dict[str, Any]:
         "duration": "30s",
         "bottleneck": {"rate": "1Gbps", "aqm": "dualpi2"},
         "flows": groups,
-        "metrics": _metrics(),
     }
 
 
-def scenario(name: str, duration: str | None = None) -> dict[str, Any]:
-    """The scenario tree of a benchmark; ``duration`` overrides the length."""
+def scenario(name: str, duration: str | None = None, metrics: str = "default") -> dict[str, Any]:
+    """The scenario tree of a benchmark; ``duration`` overrides the length,
+    ``metrics`` picks one of :data:`METRICS`."""
     if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
         s = _dumbbell_a(int(name.split("-")[1]))
         s["name"] = f"bench-{name}"
@@ -79,6 +90,7 @@ def scenario(name: str, duration: str | None = None) -> dict[str, Any]:
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
     if duration:
         s["duration"] = duration
+    s["metrics"] = _metrics(metrics)
     return s
 
 
@@ -92,18 +104,18 @@ def requirement(name: str) -> str | None:
     return None
 
 
-def run_child(name: str, duration: str | None) -> dict[str, Any]:
+def run_child(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
     """Run one benchmark in this process (the child side)."""
     from aqmlab import _engine
 
-    text = _engine.validate(json.dumps(scenario(name, duration)))
+    text = _engine.validate(json.dumps(scenario(name, duration, metrics)))
     raw = _engine.run(text)
     perf = json.loads(raw["summary"])["perf"]
     return {"name": name, **perf}
 
 
-def _run_once(name: str, duration: str | None) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name]
+def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name, "--metrics", metrics]
     if duration:
         cmd += ["--duration", duration]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -120,7 +132,7 @@ def _run_once(name: str, duration: str | None) -> dict[str, Any]:
 
 
 def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
-          log: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+          log: Any = None, metrics: str = "default") -> list[dict[str, Any]]:  # fmt: skip
     """Run the benchmarks; one result per scenario (median over ``repeat``)."""
     results = []
     for name in names or list(SCENARIOS):
@@ -129,7 +141,7 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             if log:
                 log(f"{name}: skipped ({why})")
             continue
-        runs = [_run_once(name, duration) for _ in range(max(1, repeat))]
+        runs = [_run_once(name, duration, metrics) for _ in range(max(1, repeat))]
         work = {(r["events"], r["bottleneck_packets"]) for r in runs}
         if len(work) != 1:
             raise RuntimeError(f"benchmark {name}: work counts differ across repeats {sorted(work)} (non-determinism)")
@@ -145,6 +157,7 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             "events_per_s": r0["events"] / wall if wall > 0 else None,
             "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
             "repeat": len(runs),
+            "metrics": metrics,
         })  # fmt: skip
     return results
 
@@ -175,11 +188,11 @@ def cli_bench(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         err_c.print(msg, markup=False)
 
-    results = bench(names, args.repeat, args.duration, log)
+    results = bench(names, args.repeat, args.duration, log, args.metrics)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    t = Table(title=f"aqmlab bench (median of {args.repeat})", title_justify="left")
+    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics})", title_justify="left")
     for h in ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB"):
         t.add_column(h, justify="left" if h == "scenario" else "right")
     for r in results:
@@ -193,8 +206,9 @@ def _child_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m aqmlab.bench")
     p.add_argument("--child", required=True)
     p.add_argument("--duration")
+    p.add_argument("--metrics", default="default", choices=METRICS)
     a = p.parse_args(argv)
-    print(json.dumps(run_child(a.child, a.duration)))
+    print(json.dumps(run_child(a.child, a.duration, a.metrics)))
     return 0
 
 
