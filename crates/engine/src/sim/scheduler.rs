@@ -80,11 +80,13 @@ struct Entry {
 }
 
 impl Entry {
-    /// (time, seq, event): the event code below the unique sequence number
-    /// never decides an order (except across a sequence wrap, deterministically).
-    #[inline]
-    fn key(&self) -> u128 {
-        ((self.time_ns as u128) << 64) | self.rest as u128
+    /// Ordered by (time, class, seq, event): the event code below the unique
+    /// sequence number never decides an order (except across a sequence wrap,
+    /// deterministically). Times differ far more often than they tie, so the
+    /// time is compared first on its own.
+    #[inline(always)]
+    fn before(&self, other: &Entry) -> bool {
+        self.time_ns < other.time_ns || (self.time_ns == other.time_ns && self.rest < other.rest)
     }
 }
 
@@ -103,10 +105,9 @@ impl Heap {
     fn push(&mut self, e: Entry) {
         let mut i = self.v.len();
         self.v.push(e);
-        let k = e.key();
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            if self.v[parent].key() <= k {
+            if !e.before(&self.v[parent]) {
                 break;
             }
             self.v[i] = self.v[parent];
@@ -115,9 +116,10 @@ impl Heap {
         self.v[i] = e;
     }
 
+    /// The least entry, or [`EMPTY`] (later than any event).
     #[inline]
-    fn top_key(&self) -> Option<u128> {
-        self.v.first().map(Entry::key)
+    fn top(&self) -> &Entry {
+        self.v.first().unwrap_or(&EMPTY)
     }
 
     #[inline]
@@ -127,7 +129,6 @@ impl Heap {
         let n = self.v.len();
         if n > 0 {
             // Sift the last element down from the root with a hole.
-            let k = last.key();
             let mut i = 0;
             loop {
                 let first = i * ARITY + 1;
@@ -136,15 +137,12 @@ impl Heap {
                 }
                 let end = (first + ARITY).min(n);
                 let mut best = first;
-                let mut best_key = self.v[first].key();
                 for c in first + 1..end {
-                    let ck = self.v[c].key();
-                    if ck < best_key {
+                    if self.v[c].before(&self.v[best]) {
                         best = c;
-                        best_key = ck;
                     }
                 }
-                if best_key >= k {
+                if !self.v[best].before(&last) {
                     break;
                 }
                 self.v[i] = self.v[best];
@@ -161,14 +159,35 @@ impl Heap {
 /// per flow, mostly far away, popped rarely). Popping compares the two tops,
 /// so the order is exactly that of a single heap, while the hot heap stays
 /// small.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EventQueue {
+    /// The earliest packet event scheduled since the last pop, kept out of
+    /// the heap: most packet events are popped soon after they are scheduled
+    /// (the next end of transmission), and this saves them a sift up and a
+    /// sift down. `EMPTY` when vacant. The pop order is unchanged: keys are
+    /// unique, and `pop` takes the least of this and the two heap tops.
+    front: Entry,
     packets: Heap,
     timers: Heap,
     next_seq: u32,
     popped: u64,
     /// Events executed, by kind (index = the 4-bit kind of the encoding).
     popped_by_kind: [u64; 9],
+}
+
+const EMPTY: Entry = Entry { time_ns: u64::MAX, rest: u64::MAX };
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            front: EMPTY,
+            packets: Heap::default(),
+            timers: Heap::default(),
+            next_seq: 0,
+            popped: 0,
+            popped_by_kind: [0; 9],
+        }
+    }
 }
 
 impl EventQueue {
@@ -183,56 +202,59 @@ impl EventQueue {
         let e = Entry { time_ns, rest: (class << 63) | (seq << 32) | event.encode() as u64 };
         self.next_seq = self.next_seq.wrapping_add(1);
         match event {
-            Event::LinkTxDone(_) | Event::LineArrival(_) => self.packets.push(e),
+            Event::LinkTxDone(_) | Event::LineArrival(_) => {
+                if e.before(&self.front) {
+                    let displaced = std::mem::replace(&mut self.front, e);
+                    if displaced.time_ns != u64::MAX {
+                        self.packets.push(displaced);
+                    }
+                } else {
+                    self.packets.push(e);
+                }
+            }
             _ => self.timers.push(e),
         }
+    }
+
+    /// Where the earliest event is: 0 = the front slot, 1 = packet heap,
+    /// 2 = timer heap; None if nothing is due by `limit_ns`.
+    #[inline]
+    fn earliest(&self, limit_ns: u64) -> Option<u8> {
+        let (mut best, mut src) = (&self.front, 0);
+        if self.packets.top().before(best) {
+            (best, src) = (self.packets.top(), 1);
+        }
+        if self.timers.top().before(best) {
+            (best, src) = (self.timers.top(), 2);
+        }
+        // EMPTY (nothing pending anywhere) has time u64::MAX.
+        (best.time_ns <= limit_ns && best.time_ns != u64::MAX).then_some(src)
+    }
+
+    #[inline]
+    fn take(&mut self, src: u8) -> (u64, Event) {
+        let e = match src {
+            0 => std::mem::replace(&mut self.front, EMPTY),
+            1 => self.packets.pop().expect("non-empty"),
+            _ => self.timers.pop().expect("non-empty"),
+        };
+        self.popped += 1;
+        let code = e.rest as u32;
+        self.popped_by_kind[(code >> 28).min(8) as usize] += 1;
+        (e.time_ns, Event::decode(code))
     }
 
     /// The earliest event, or None when nothing is pending.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let from_timers = match (self.packets.top_key(), self.timers.top_key()) {
-            (None, None) => return None,
-            (Some(_), None) => false,
-            (None, Some(_)) => true,
-            (Some(p), Some(t)) => t < p,
-        };
-        let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
-        self.popped += 1;
-        let code = e.rest as u32;
-        self.popped_by_kind[(code >> 28).min(8) as usize] += 1;
-        Some((e.time_ns, Event::decode(code)))
+        self.pop_until(u64::MAX)
     }
 
     /// The earliest event if it is due no later than `limit_ns`.
     #[inline]
     pub fn pop_until(&mut self, limit_ns: u64) -> Option<(u64, Event)> {
-        let from_timers = match (self.packets.top_key(), self.timers.top_key()) {
-            (None, None) => return None,
-            (Some(p), None) => {
-                if (p >> 64) as u64 > limit_ns {
-                    return None;
-                }
-                false
-            }
-            (None, Some(t)) => {
-                if (t >> 64) as u64 > limit_ns {
-                    return None;
-                }
-                true
-            }
-            (Some(p), Some(t)) => {
-                if (p.min(t) >> 64) as u64 > limit_ns {
-                    return None;
-                }
-                t < p
-            }
-        };
-        let e = if from_timers { self.timers.pop() } else { self.packets.pop() }.expect("non-empty");
-        self.popped += 1;
-        let code = e.rest as u32;
-        self.popped_by_kind[(code >> 28).min(8) as usize] += 1;
-        Some((e.time_ns, Event::decode(code)))
+        let src = self.earliest(limit_ns)?;
+        Some(self.take(src))
     }
 
     /// Events executed, by kind name.
@@ -244,12 +266,10 @@ impl EventQueue {
 
     #[inline]
     pub fn peek_time(&self) -> Option<u64> {
-        let a = self.packets.v.first().map(|e| e.time_ns);
-        let b = self.timers.v.first().map(|e| e.time_ns);
-        match (a, b) {
-            (Some(x), Some(y)) => Some(x.min(y)),
-            (x, y) => x.or(y),
-        }
+        let a = self.packets.v.first().map_or(u64::MAX, |e| e.time_ns);
+        let b = self.timers.v.first().map_or(u64::MAX, |e| e.time_ns);
+        let t = a.min(b).min(self.front.time_ns);
+        (t != u64::MAX).then_some(t)
     }
 
     /// Events executed so far (the benchmark's "events").
@@ -258,7 +278,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.packets.v.len() + self.timers.v.len()
+        usize::from(self.front.time_ns != u64::MAX) + self.packets.v.len() + self.timers.v.len()
     }
 
     pub fn is_empty(&self) -> bool {
