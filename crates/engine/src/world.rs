@@ -427,7 +427,7 @@ impl World {
                             && self.routes.stage(p.route, p.hop).is_none()
                             && t - self.flows[f].clock_offset_ns <= end
                         {
-                            self.deliver(p);
+                            self.deliver(&p);
                         }
                     }
                     if let Some(next) = self.lines[d].rearm() {
@@ -472,9 +472,9 @@ impl World {
             self.send_feedback(l);
         }
         let link = &mut self.links[l];
-        let pkt = if link.loss > 0.0 || link.mark > 0.0 { link.apply_random(pkt, &mut self.flow_counters) } else { Some(pkt) };
-        if let Some(p) = pkt {
-            self.forward(p);
+        let mut pkt = pkt;
+        if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
+            self.forward(pkt);
         }
     }
 
@@ -499,7 +499,7 @@ impl World {
         }
         let now = self.now_ns;
         match self.routes.stage(pkt.route, pkt.hop) {
-            None => self.deliver(pkt),
+            None => self.deliver(&pkt),
             Some(Stage::Queue(l)) => {
                 pkt.hop += 1;
                 let link = &mut self.links[l as usize];
@@ -515,40 +515,43 @@ impl World {
             }
             Some(Stage::Line(d)) => {
                 pkt.hop += 1;
-                let Some(pkt) = self.random_losses(d as usize, pkt) else { return };
+                if !self.random_losses(d as usize, &mut pkt) {
+                    return;
+                }
                 if let Some(at) = self.lines[d as usize].push(now, pkt) {
                     self.events.schedule(at, Event::LineArrival(d));
                 }
             }
             Some(Stage::SinkLine(d)) => {
                 pkt.hop += 1;
-                let Some(pkt) = self.random_losses(d as usize, pkt) else { return };
+                if !self.random_losses(d as usize, &mut pkt) {
+                    return;
+                }
                 let arrival = now + self.lines[d as usize].delay_ns;
-                self.deliver_to_sink(pkt, arrival);
+                self.deliver_to_sink(&pkt, arrival);
             }
         }
     }
 
     /// Random loss and marking of rate-less links merged into line `d`.
     #[inline(always)]
-    fn random_losses(&mut self, d: usize, pkt: Packet) -> Option<Packet> {
-        if self.lines[d].lossy_links.is_empty() {
-            return Some(pkt);
-        }
-        self.random_losses_slow(d, pkt)
+    fn random_losses(&mut self, d: usize, pkt: &mut Packet) -> bool {
+        self.lines[d].lossy_links.is_empty() || self.random_losses_slow(d, pkt)
     }
 
     #[inline(never)]
-    fn random_losses_slow(&mut self, d: usize, mut pkt: Packet) -> Option<Packet> {
+    fn random_losses_slow(&mut self, d: usize, pkt: &mut Packet) -> bool {
         for i in 0..self.lines[d].lossy_links.len() {
             let l = self.lines[d].lossy_links[i] as usize;
-            pkt = self.links[l].apply_random(pkt, &mut self.flow_counters)?;
+            if !self.links[l].apply_random(pkt, &mut self.flow_counters) {
+                return false;
+            }
         }
-        Some(pkt)
+        true
     }
 
     /// A packet reached the end of its route: hand it to its endpoint.
-    fn deliver(&mut self, pkt: Packet) {
+    fn deliver(&mut self, pkt: &Packet) {
         if matches!(pkt.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram) {
             return self.deliver_to_sink(pkt, self.now_ns);
         }
@@ -558,8 +561,8 @@ impl World {
         let mut out = std::mem::take(&mut self.scratch);
         let flow = &mut self.flows[f];
         match &mut flow.source {
-            Source::Tcp(s) => s.on_packet(local, &pkt, &mut out),
-            Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, &pkt),
+            Source::Tcp(s) => s.on_packet(local, pkt, &mut out),
+            Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, pkt),
             _ => {}
         }
         if let Some(m) = flow.marker.as_deref_mut() {
@@ -575,7 +578,7 @@ impl World {
     /// route ends in a [`Stage::SinkLine`]); replies leave at their own
     /// departure times, which are never earlier than now.
     #[inline]
-    fn deliver_to_sink(&mut self, pkt: Packet, arrival_ns: u64) {
+    fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
         let f = pkt.flow as usize;
         let now = self.now_ns;
         let mut out = std::mem::take(&mut self.scratch);
@@ -586,8 +589,8 @@ impl World {
             flow.early.push_back((arrival_ns, before));
         }
         match &mut flow.sink {
-            Sink::Tcp(r) => r.on_packet(arrival_ns, &pkt, &mut out),
-            Sink::Datagram(d) => d.on_packet(arrival_ns, &pkt),
+            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
+            Sink::Datagram(d) => d.on_packet(arrival_ns, pkt),
         }
         let route = flow.rev_route;
         for mut p in out.drain(..) {
@@ -596,7 +599,9 @@ impl World {
             match self.routes.stage(route, 0) {
                 Some(Stage::Line(d)) if p.enq_ns > now => {
                     p.hop = 1;
-                    let Some(p) = self.random_losses(d as usize, p) else { continue };
+                    if !self.random_losses(d as usize, &mut p) {
+                        continue;
+                    }
                     if let Some(at) = self.lines[d as usize].push(p.enq_ns, p) {
                         self.events.schedule(at, Event::LineArrival(d));
                     }

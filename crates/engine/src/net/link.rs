@@ -95,12 +95,13 @@ impl Link {
         self
     }
 
-    /// Random loss and marking of the link itself; returns the packet if it survives.
+    /// Random loss and marking of the link itself (a mark sets CE in place);
+    /// returns whether the packet survives.
     #[inline]
-    pub fn apply_random(&mut self, mut pkt: Packet, flow_counters: &mut [FlowQueueCounters]) -> Option<Packet> {
+    pub fn apply_random(&mut self, pkt: &mut Packet, flow_counters: &mut [FlowQueueCounters]) -> bool {
         if self.loss > 0.0 && self.rng.roll(self.loss) {
             match &mut self.queue {
-                Some(q) => QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).drop(pkt, DropReason::LinkLoss),
+                Some(q) => QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).drop(*pkt, DropReason::LinkLoss),
                 None => {
                     self.random_drops += 1;
                     if let Some(f) = flow_counters.get_mut(pkt.flow as usize) {
@@ -108,12 +109,12 @@ impl Link {
                     }
                 }
             }
-            return None;
+            return false;
         }
         if self.mark > 0.0 && pkt.ecn.is_ect() && self.rng.roll(self.mark) {
             match &mut self.queue {
                 Some(q) => {
-                    QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).mark(&mut pkt, MarkReason::LinkMark);
+                    QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).mark(pkt, MarkReason::LinkMark);
                 }
                 None => {
                     pkt.ecn = crate::net::packet::Ecn::Ce;
@@ -124,7 +125,7 @@ impl Link {
                 }
             }
         }
-        Some(pkt)
+        true
     }
 }
 
