@@ -124,32 +124,32 @@ impl Heap {
 
     #[inline]
     fn pop(&mut self) -> Option<Entry> {
-        let top = *self.v.first()?;
-        let last = self.v.pop().expect("non-empty");
-        let n = self.v.len();
-        if n > 0 {
-            // Sift the last element down from the root with a hole.
-            let mut i = 0;
-            loop {
-                let first = i * ARITY + 1;
-                if first >= n {
-                    break;
-                }
-                let end = (first + ARITY).min(n);
-                let mut best = first;
-                for c in first + 1..end {
-                    if self.v[c].before(&self.v[best]) {
-                        best = c;
-                    }
-                }
-                if !self.v[best].before(&last) {
-                    break;
-                }
-                self.v[i] = self.v[best];
-                i = best;
+        let last = self.v.pop()?;
+        let Some(&top) = self.v.first() else { return Some(last) };
+        // Sift the last element down from the root with a hole. Children are
+        // taken as one sub-slice per level (one bounds check, not one per child).
+        let v = &mut self.v[..];
+        let n = v.len();
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
             }
-            self.v[i] = last;
+            let kids = &v[first..(first + ARITY).min(n)];
+            let (mut best, mut best_e) = (0, kids[0]);
+            for (j, c) in kids.iter().enumerate().skip(1) {
+                if c.before(&best_e) {
+                    (best, best_e) = (j, *c);
+                }
+            }
+            if !best_e.before(&last) {
+                break;
+            }
+            v[i] = best_e;
+            i = first + best;
         }
+        v[i] = last;
         Some(top)
     }
 }
