@@ -141,6 +141,20 @@ def sojourn_cdf(r: Result) -> Figure | None:
     return fig
 
 
+def _time_lines(r: Result, ts: pd.DataFrame, col: str, scale: float, ylabel: str, what: str) -> Figure:
+    """One line per flow (or flow group) of ``ts[col] * scale`` over time."""
+    fig, (ax,) = _fig()
+    for label, x, y in _per_flow_or_group(r, ts, col, scale):
+        ax.plot(x, y, label=label, lw=1.0)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(_title(r, what))
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", ncols=2)
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def cwnd(r: Result) -> Figure | None:
     """Congestion window over time (segments), per TCP flow."""
     ts = r.timeseries
@@ -149,16 +163,7 @@ def cwnd(r: Result) -> Figure | None:
     ts = ts[ts["cwnd_segs"] > 0]
     if ts.empty:
         return None
-    fig, (ax,) = _fig()
-    for label, x, y in _per_flow_or_group(r, ts, "cwnd_segs", 1.0):
-        ax.plot(x, y, label=label, lw=1.0)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("cwnd (segments)")
-    ax.set_title(_title(r, "Congestion window"))
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize="small", ncols=2)
-    ax.grid(alpha=0.3)
-    return fig
+    return _time_lines(r, ts, "cwnd_segs", 1.0, "cwnd (segments)", "Congestion window")
 
 
 def rate(r: Result) -> Figure | None:
@@ -170,16 +175,7 @@ def rate(r: Result) -> Figure | None:
     ts = ts[ts["rate_bps"] > 0]
     if ts.empty:
         return None
-    fig, (ax,) = _fig()
-    for label, x, y in _per_flow_or_group(r, ts, "rate_bps", 1e-6):
-        ax.plot(x, y, label=label, lw=1.0)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("sending rate (Mbit/s)")
-    ax.set_title(_title(r, "Sending rate (rate-based flows)"))
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize="small", ncols=2)
-    ax.grid(alpha=0.3)
-    return fig
+    return _time_lines(r, ts, "rate_bps", 1e-6, "sending rate (Mbit/s)", "Sending rate (rate-based flows)")
 
 
 def probabilities(r: Result) -> Figure | None:

@@ -121,6 +121,17 @@ impl Packet {
         }
     }
 
+    /// Datagram `seq` of a rate-based source (CBR, QCN), due at `due_ns`
+    /// (its timestamp) and emitted at `now_ns`.
+    pub fn datagram(flow: u32, size_bytes: u32, seq: u64, due_ns: u64, now_ns: u64, ecn: Ecn) -> Self {
+        let mut p = Packet::new(PacketKind::Datagram, flow, size_bytes);
+        p.seq = seq;
+        p.ts_ns = due_ns;
+        p.enq_ns = now_ns;
+        p.ecn = ecn;
+        p
+    }
+
     #[inline]
     pub fn has_flag(&self, f: u8) -> bool {
         self.flags & f != 0

@@ -23,7 +23,7 @@
 //! min(cycles) − 5). When CR reaches the line rate the limiter is released.
 //! docs/algorithms/qcn.md lists the choices and what could not be verified.
 
-use crate::net::packet::{Ecn, Packet, PacketKind};
+use crate::net::packet::{Ecn, Packet};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::units::{serde_duration, serde_rate, serde_size};
 use crate::sim::NS_PER_SEC;
@@ -446,12 +446,7 @@ impl QcnSource {
     }
 
     fn send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        let mut p = Packet::new(PacketKind::Datagram, self.flow, self.size_bytes);
-        p.seq = self.seq;
-        p.ts_ns = self.next_ns;
-        p.enq_ns = now_ns;
-        p.ecn = self.ecn;
-        out.push(p);
+        out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
         self.seq += 1;
         self.pkts_sent += 1;
         self.bytes_sent += self.size_bytes as u64;

@@ -5,7 +5,7 @@
 //! 7567 §4 and of DualQ overload tests). The ECN codepoint is configurable so
 //! unresponsive ECT(1) traffic can overload an L4S queue.
 
-use crate::net::packet::{Ecn, Packet, PacketKind};
+use crate::net::packet::{Ecn, Packet};
 
 #[derive(Debug, Clone)]
 pub struct CbrSource {
@@ -40,12 +40,7 @@ impl CbrSource {
 
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
         while self.next_ns <= now_ns && self.stop_ns.is_none_or(|s| self.next_ns < s) {
-            let mut p = Packet::new(PacketKind::Datagram, self.flow, self.size_bytes);
-            p.seq = self.seq;
-            p.ts_ns = self.next_ns;
-            p.enq_ns = now_ns;
-            p.ecn = self.ecn;
-            out.push(p);
+            out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
             self.seq += 1;
             self.pkts_sent += 1;
             self.bytes_sent += self.size_bytes as u64;
