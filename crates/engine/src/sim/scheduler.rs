@@ -175,7 +175,16 @@ pub struct EventQueue {
     popped_by_kind: [u64; 9],
 }
 
+/// No event: later than any event, and told apart from real entries by its
+/// `rest`, which no event can have (an event code's kind is at most 8).
 const EMPTY: Entry = Entry { time_ns: u64::MAX, rest: u64::MAX };
+
+impl Entry {
+    #[inline(always)]
+    fn is_vacant(&self) -> bool {
+        self.rest == u64::MAX
+    }
+}
 
 impl Default for EventQueue {
     fn default() -> Self {
@@ -205,7 +214,7 @@ impl EventQueue {
             Event::LinkTxDone(_) | Event::LineArrival(_) => {
                 if e.before(&self.front) {
                     let displaced = std::mem::replace(&mut self.front, e);
-                    if displaced.time_ns != u64::MAX {
+                    if !displaced.is_vacant() {
                         self.packets.push(displaced);
                     }
                 } else {
@@ -227,8 +236,7 @@ impl EventQueue {
         if self.timers.top().before(best) {
             (best, src) = (self.timers.top(), 2);
         }
-        // EMPTY (nothing pending anywhere) has time u64::MAX.
-        (best.time_ns <= limit_ns && best.time_ns != u64::MAX).then_some(src)
+        (best.time_ns <= limit_ns && !best.is_vacant()).then_some(src)
     }
 
     #[inline]
@@ -268,8 +276,8 @@ impl EventQueue {
     pub fn peek_time(&self) -> Option<u64> {
         let a = self.packets.v.first().map_or(u64::MAX, |e| e.time_ns);
         let b = self.timers.v.first().map_or(u64::MAX, |e| e.time_ns);
-        let t = a.min(b).min(self.front.time_ns);
-        (t != u64::MAX).then_some(t)
+        // A vacant front slot has time u64::MAX, so it never wins the min.
+        (!self.is_empty()).then_some(a.min(b).min(self.front.time_ns))
     }
 
     /// Events executed so far (the benchmark's "events").
@@ -278,7 +286,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        usize::from(self.front.time_ns != u64::MAX) + self.packets.v.len() + self.timers.v.len()
+        usize::from(!self.front.is_vacant()) + self.packets.v.len() + self.timers.v.len()
     }
 
     pub fn is_empty(&self) -> bool {
