@@ -382,6 +382,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from aqmlab.bench import METRICS  # standard library only: cheap at start-up
+
     p = _Parser(prog="aqmlab", description="Packet-level AQM and congestion-control experiments.")
     p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -431,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--only", action="append", metavar="NAME", help="run only this scenario (repeatable)")
     b.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median is reported")
     b.add_argument("--duration", help="override the simulated duration (smoke tests; not comparable)")
-    b.add_argument("--metrics", default="default", choices=("default", "off", "samples"),
+    b.add_argument("--metrics", default="default", choices=METRICS,
                    help="metric set: default (histograms, counters), off (counters only), samples (+ every sojourn)")  # fmt: skip
     b.add_argument("--list", action="store_true", help="list the scenarios")
     b.set_defaults(func=cmd_bench)

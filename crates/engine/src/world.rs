@@ -464,7 +464,7 @@ impl World {
         let now = self.now_ns;
         let link = &mut self.links[l];
         let q = link.queue.as_mut().expect("only queue links transmit");
-        let pkt = q.finish_tx();
+        let mut pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
         }
@@ -472,7 +472,6 @@ impl World {
             self.send_feedback(l);
         }
         let link = &mut self.links[l];
-        let mut pkt = pkt;
         if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
             self.forward(pkt);
         }
