@@ -202,6 +202,11 @@ impl World {
             probes: ProbeSeries::default(),
             wall_s: 0.0,
         };
+        // Exact room for the long-lived flows: growing by doubling would hold
+        // the old and the new table at once (1.5 × the table at 10 000 flows).
+        let long_lived: usize = s.flows.iter().map(|g| g.count as usize).sum();
+        w.flows.reserve_exact(long_lived);
+        w.flow_counters.reserve_exact(long_lived);
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
             let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
