@@ -95,14 +95,29 @@ impl Entry {
 const ARITY: usize = 4;
 
 /// A 4-ary min-heap of entries.
+///
+/// Popping hands out the root but leaves its slot open (`hole`): the next
+/// push puts its entry there and sifts it down. Events re-arm their own
+/// component right after they run (a delay line schedules its next head, a
+/// timer its next deadline), so the entry that fills the hole is usually
+/// close to the minimum and sinks a level or two, where removing the root
+/// would have sunk the last leaf through the whole depth. A pop or a look at
+/// the top with the hole still open first removes the root for real. The
+/// multiset of entries, and so the pop order, is that of a plain heap.
 #[derive(Debug, Default)]
 struct Heap {
     v: Vec<Entry>,
+    hole: bool,
 }
 
 impl Heap {
     #[inline]
     fn push(&mut self, e: Entry) {
+        if self.hole {
+            self.hole = false;
+            self.sift_down_from_root(e);
+            return;
+        }
         let mut i = self.v.len();
         self.v.push(e);
         while i > 0 {
@@ -116,18 +131,42 @@ impl Heap {
         self.v[i] = e;
     }
 
-    /// The least entry, or [`EMPTY`] (later than any event).
+    /// Remove the handed-out root, if any, so that `top` is the least entry.
+    #[inline]
+    fn settle(&mut self) {
+        if self.hole {
+            self.hole = false;
+            let last = self.v.pop().expect("a hole lies in a non-empty heap");
+            if !self.v.is_empty() {
+                self.sift_down_from_root(last);
+            }
+        }
+    }
+
+    /// The least entry, or [`EMPTY`] (later than any event). Needs `settle`.
     #[inline]
     fn top(&self) -> &Entry {
+        debug_assert!(!self.hole);
         self.v.first().unwrap_or(&EMPTY)
     }
 
+    /// Hand out the least entry (the heap is settled and non-empty); its slot
+    /// stays open for the next push.
     #[inline]
-    fn pop(&mut self) -> Option<Entry> {
-        let last = self.v.pop()?;
-        let Some(&top) = self.v.first() else { return Some(last) };
-        // Sift the last element down from the root with a hole. Children are
-        // taken as one sub-slice per level (one bounds check, not one per child).
+    fn take_top(&mut self) -> Entry {
+        debug_assert!(!self.hole && !self.v.is_empty());
+        self.hole = true;
+        self.v[0]
+    }
+
+    fn len(&self) -> usize {
+        self.v.len() - usize::from(self.hole)
+    }
+
+    /// Put `e` at the root and sift it down. Children are taken as one
+    /// sub-slice per level (one bounds check, not one per child).
+    #[inline]
+    fn sift_down_from_root(&mut self, e: Entry) {
         let v = &mut self.v[..];
         let n = v.len();
         let mut i = 0;
@@ -143,14 +182,13 @@ impl Heap {
                     (best, best_e) = (j, *c);
                 }
             }
-            if !best_e.before(&last) {
+            if !best_e.before(&e) {
                 break;
             }
             v[i] = best_e;
             i = first + best;
         }
-        v[i] = last;
-        Some(top)
+        v[i] = e;
     }
 }
 
@@ -228,7 +266,9 @@ impl EventQueue {
     /// Where the earliest event is: 0 = the front slot, 1 = packet heap,
     /// 2 = timer heap; None if nothing is due by `limit_ns`.
     #[inline]
-    fn earliest(&self, limit_ns: u64) -> Option<u8> {
+    fn earliest(&mut self, limit_ns: u64) -> Option<u8> {
+        self.packets.settle();
+        self.timers.settle();
         let (mut best, mut src) = (&self.front, 0);
         if self.packets.top().before(best) {
             (best, src) = (self.packets.top(), 1);
@@ -243,8 +283,8 @@ impl EventQueue {
     fn take(&mut self, src: u8) -> (u64, Event) {
         let e = match src {
             0 => std::mem::replace(&mut self.front, EMPTY),
-            1 => self.packets.pop().expect("non-empty"),
-            _ => self.timers.pop().expect("non-empty"),
+            1 => self.packets.take_top(),
+            _ => self.timers.take_top(),
         };
         self.popped += 1;
         let code = e.rest as u32;
@@ -272,13 +312,6 @@ impl EventQueue {
         std::array::from_fn(|i| (NAMES[i], self.popped_by_kind[i]))
     }
 
-    #[inline]
-    pub fn peek_time(&self) -> Option<u64> {
-        let a = self.packets.v.first().map_or(u64::MAX, |e| e.time_ns);
-        let b = self.timers.v.first().map_or(u64::MAX, |e| e.time_ns);
-        // A vacant front slot has time u64::MAX, so it never wins the min.
-        (!self.is_empty()).then_some(a.min(b).min(self.front.time_ns))
-    }
 
     /// Events executed so far (the benchmark's "events").
     pub fn events_popped(&self) -> u64 {
@@ -286,7 +319,7 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        usize::from(!self.front.is_vacant()) + self.packets.v.len() + self.timers.v.len()
+        usize::from(!self.front.is_vacant()) + self.packets.len() + self.timers.len()
     }
 
     pub fn is_empty(&self) -> bool {
