@@ -20,8 +20,8 @@
 //! The sampling interval shrinks as |Fb| grows (see [`SAMPLE_TABLE`]).
 //! docs/algorithms/qcn.md lists what could and could not be checked.
 
-use super::fifo::{initial_capacity, PacketQueue};
-use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use super::fifo::{Fifo, FifoConfig};
+use super::{Qdisc, QdiscCtx, QdiscEnv};
 use crate::net::packet::{Packet, PacketKind};
 use crate::sim::units::{serde_buffer, serde_size, BufferSpec};
 use serde::{Deserialize, Serialize};
@@ -90,8 +90,8 @@ pub struct QcnVars {
 
 #[derive(Debug, Clone)]
 pub struct Qcn {
-    q: PacketQueue,
-    limit: QueueLimit,
+    /// The queue itself: tail-drop at the scenario's buffer limit.
+    fifo: Fifo,
     cfg: QcnConfig,
     /// Q_eq in its unit, and Fb_max = Q_eq·(2w + 1).
     q_eq: f64,
@@ -136,8 +136,7 @@ impl Qcn {
         let fb_max = q_eq * (2.0 * cfg.w + 1.0);
         let vars = QcnVars { until_sample: cfg.sample_base as i64, ..QcnVars::default() };
         Ok(Qcn {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
-            limit: env.limit,
+            fifo: Fifo::new(FifoConfig {}, env)?,
             q_eq,
             fb_max,
             cfg,
@@ -149,8 +148,8 @@ impl Qcn {
     #[inline]
     fn queue_len(&self) -> f64 {
         match self.cfg.q_eq {
-            BufferSpec::Packets(_) => self.q.len() as f64,
-            _ => self.q.bytes() as f64,
+            BufferSpec::Packets(_) => self.fifo.len_pkts() as f64,
+            _ => self.fifo.backlog_bytes() as f64,
         }
     }
 
@@ -189,29 +188,24 @@ impl Qcn {
 impl Qdisc for Qcn {
     #[inline]
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        let overflow = self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes);
-        if !overflow {
-            self.q.push(pkt);
-        }
+        let arrived = pkt;
+        self.fifo.enqueue(pkt, ctx);
         // Every arriving frame counts towards the next sample, dropped or not;
         // a dropped frame can be sampled (its source is told too).
-        self.vars.until_sample -= pkt.size_bytes as i64;
+        self.vars.until_sample -= arrived.size_bytes as i64;
         if self.vars.until_sample <= 0 {
-            self.sample(&pkt, ctx);
-        }
-        if overflow {
-            ctx.drop(pkt, DropReason::Overflow);
+            self.sample(&arrived, ctx);
         }
     }
     #[inline]
-    fn dequeue(&mut self, _ctx: &mut QdiscCtx) -> Option<Packet> {
-        self.q.pop()
+    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
+        self.fifo.dequeue(ctx)
     }
     fn len_pkts(&self) -> usize {
-        self.q.len()
+        self.fifo.len_pkts()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.q.bytes()
+        self.fifo.backlog_bytes()
     }
     fn probe_names(&self) -> &'static [&'static str] {
         &["fb", "q", "fb_quantized", "cnms"]
