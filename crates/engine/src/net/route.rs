@@ -38,6 +38,20 @@ pub struct Routes {
     len: Vec<u8>,
 }
 
+/// The delay line of `delay_ns` whose packets cross the rate-less random-loss
+/// links `lossy`, shared by every path with the same pair; created on first use.
+pub fn shared_line(
+    lines: &mut Vec<DelayLine>,
+    line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
+    delay_ns: u64,
+    lossy: Vec<u32>,
+) -> u32 {
+    *line_index.entry((delay_ns, lossy)).or_insert_with_key(|(delay_ns, lossy)| {
+        lines.push(DelayLine::new(*delay_ns, lossy.clone()));
+        lines.len() as u32 - 1
+    })
+}
+
 impl Routes {
     /// Compile `hops` and register the route. Delay lines are shared by
     /// every route with the same delay and random-loss links (`line_index`).
@@ -53,11 +67,7 @@ impl Routes {
         let mut lossy: Vec<u32> = vec![];
         let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
             if *acc > 0 || !lossy.is_empty() {
-                let key = (*acc, std::mem::take(lossy));
-                let id = *line_index.entry(key.clone()).or_insert_with(|| {
-                    lines.push(DelayLine::new(key.0, key.1));
-                    lines.len() as u32 - 1
-                });
+                let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
                 stages.push(Stage::Line(id));
             }
             *acc = 0;

@@ -16,8 +16,7 @@
 //! checks that the queue slot's feedback buffer is empty.
 
 use super::World;
-use crate::net::delay_line::DelayLine;
-use crate::net::route::Stage;
+use crate::net::route::{shared_line, Stage};
 use crate::sim::scheduler::Event;
 
 impl World {
@@ -33,7 +32,7 @@ impl World {
             let Some(delay) = self.feedback_delay_ns(p.flow as usize, l as u32) else { continue };
             p.route = route;
             p.hop = 0;
-            let d = self.line_with_delay(delay);
+            let d = shared_line(&mut self.lines, &mut self.line_index, delay, vec![]) as usize;
             if let Some(at) = self.lines[d].push(self.now_ns, p) {
                 self.events.schedule(at, Event::LineArrival(d as u32));
             }
@@ -66,14 +65,5 @@ impl World {
         let r = self.routes.add(&[], &self.links, &mut self.lines, &mut self.line_index);
         self.feedback_route = Some(r);
         r
-    }
-
-    /// The (shared) loss-free delay line of `delay_ns`, created on first use.
-    fn line_with_delay(&mut self, delay_ns: u64) -> usize {
-        let lines = &mut self.lines;
-        *self.line_index.entry((delay_ns, vec![])).or_insert_with(|| {
-            lines.push(DelayLine::new(delay_ns, vec![]));
-            lines.len() as u32 - 1
-        }) as usize
     }
 }
