@@ -360,11 +360,19 @@ pub fn join_path(prefix: &str, msg: &str) -> String {
     }
 }
 
+/// Sources that send at a set rate rather than under a congestion window:
+/// constant bit rate (`udp`) and the QCN rate limiter (`qcn`). They take a
+/// `rate` and a `packet_size`, and run from start to stop.
+pub const RATE_BASED_SOURCES: [&str; 2] = ["udp", "qcn"];
+
+pub fn is_rate_based(cc_name: &str) -> bool {
+    RATE_BASED_SOURCES.contains(&cc_name)
+}
+
 /// Names a flow's `cc` may take.
 pub fn flow_cc_names() -> Vec<&'static str> {
     let mut v = cc::cc_names();
-    v.push("udp");
-    v.push("qcn");
+    v.extend(RATE_BASED_SOURCES);
     v
 }
 
@@ -530,7 +538,7 @@ impl Scenario {
                     return Err(format!("{p}.stop: must be later than start"));
                 }
             }
-            if f.cc == "udp" || f.cc == "qcn" {
+            if is_rate_based(&f.cc) {
                 let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
                 check_rate(&format!("{p}.rate"), r)?;
                 if f.size_bytes.is_some() {
@@ -560,7 +568,7 @@ impl Scenario {
             if w.arrival != "poisson" {
                 return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
             }
-            if w.cc == "udp" || w.cc == "qcn" {
+            if is_rate_based(&w.cc) {
                 return Err(format!("{p}.cc: web workloads carry TCP flows"));
             }
             w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;

@@ -230,8 +230,8 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let udp = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
-                let id = w.add_flow(info, &attach, &g.params, udp)?;
+                let rate_based = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
+                let id = w.add_flow(info, &attach, &g.params, rate_based)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
@@ -291,7 +291,7 @@ impl World {
     }
 
     /// Create a flow (at build time or when a workload spawns one).
-    fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, udp: Option<(u64, u32)>) -> Result<u32, String> {
+    fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
         let mut paths = self.topology.paths(attach, &mut self.links)?;
         info.base_rtt_ns = paths.base_rtt_ns;
@@ -313,7 +313,7 @@ impl World {
         if self.lookahead && matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
             self.routes.make_sink_line(fwd_route);
         }
-        let (source, sink) = match udp {
+        let (source, sink) = match rate_based {
             Some((rate, size)) if info.cc.as_ref() == "qcn" => (
                 Source::Qcn(QcnSource::build(id, rate, size, &info, params, self.seed)?),
                 Sink::Datagram(DatagramSink::default()),
