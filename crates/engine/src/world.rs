@@ -290,7 +290,8 @@ impl World {
         (g.rng.exponential(g.mean_gap_ns).round() as u64).max(1)
     }
 
-    /// Create a flow (at build time or when a workload spawns one).
+    /// Create a flow (at build time or when a workload spawns one);
+    /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
     fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
         let mut paths = self.topology.paths(attach, &mut self.links)?;
