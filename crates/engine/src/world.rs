@@ -667,7 +667,7 @@ impl World {
     }
 
     /// Arm the source's timer if it now wants to run earlier than armed.
-    #[inline]
+    #[inline(always)]
     fn sync_source_timer(&mut self, f: usize) {
         let flow = &mut self.flows[f];
         let want = match &flow.source {
@@ -850,11 +850,17 @@ impl World {
 
     /// Take the samples a lagging source owes, before it handles an event at
     /// `local_ns`: its state has not changed since its previous event.
-    #[inline]
+    #[inline(always)]
     fn flush_source_samples(&mut self, f: usize, local_ns: u64) {
-        if self.flows[f].pending_samples.first().is_none_or(|&(t, _)| t >= local_ns) {
-            return;
+        if self.flows[f].pending_samples.first().is_some_and(|&(t, _)| t < local_ns) {
+            self.flush_source_samples_due(f, local_ns);
         }
+    }
+
+    /// The rare half of [`Self::flush_source_samples`] (once per sample interval).
+    #[cold]
+    #[inline(never)]
+    fn flush_source_samples_due(&mut self, f: usize, local_ns: u64) {
         let pending = std::mem::take(&mut self.flows[f].pending_samples);
         let (due, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(t, _)| t < local_ns);
         for (t, delivered) in due {
