@@ -1,9 +1,9 @@
 """Running one scenario, and what a run returns.
 
 ``run(scenario) -> Result``. A :class:`Result` holds the summary document
-(the ``summary.json`` contract, docs/results.md) and the engine's tables as
-pandas DataFrames; ``result.save(dir)`` writes all of it, plus plots and a
-self-contained HTML report.
+(the ``summary.json`` contract, docs/results.md) and the engine's tables,
+offered as pandas DataFrames; ``result.save(dir)`` writes all of it, plus
+plots and a self-contained HTML report.
 
 Everything here reshapes what the engine computed (unit conversions,
 per-interval differences of cumulative counters); no statistic of the
@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from aqmlab import _engine
 from aqmlab.scenario import (
@@ -30,6 +27,11 @@ from aqmlab.scenario import (
     dump_toml,
     to_dict,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["Result", "run", "SUMMARY_SCHEMA", "TABLES", "summary_json", "build_summary"]
 
@@ -75,91 +77,135 @@ def summary_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
-def _column(c: Any) -> Any:
-    if isinstance(c, tuple):
-        dtype, data = c
-        return np.frombuffer(data, dtype=np.dtype(dtype)).copy()
-    return list(c)
+def _engine_table(cols: dict[str, Any]) -> pa.Table:
+    """An engine table (numeric columns as little-endian bytes, text columns
+    as lists of str) as an Arrow table, without copying the numbers."""
+    import numpy as np  # already loaded by pyarrow itself
+    import pyarrow as pa
+
+    arrays = {}
+    for name, c in cols.items():
+        if isinstance(c, tuple):
+            dtype, data = c
+            arrays[name] = pa.array(np.frombuffer(data, dtype=np.dtype(dtype)))
+        else:  # large_string: what pandas wrote before, so the files keep their types
+            arrays[name] = pa.array(c, type=pa.large_string())
+    return pa.table(arrays)
 
 
-def _frame(cols: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame({k: _column(v) for k, v in cols.items()})
+# The enrichment below uses numpy, not pyarrow.compute (whose import costs
+# ~0.1 s) and not pandas (~0.4 s): the run path writes Parquet without either.
 
 
-def _nullable(s: pd.Series) -> pd.Series:
-    """Engine sentinel -1 ("none") to a nullable integer column."""
-    out = s.astype("Int64")
-    return out.mask(out < 0)
+def _nullable_meta(nullable: list[str]) -> dict[bytes, bytes]:
+    """Schema metadata in pandas' documented Parquet format declaring
+    ``nullable`` integer columns as pandas ``Int64``, so ``pd.read_parquet``
+    and :class:`Result` give ``Int64`` (not float64) for them, as when pandas
+    wrote the files. Other columns take pandas' defaults."""
+    cols = [{"name": c, "field_name": c, "pandas_type": "int64", "numpy_type": "Int64", "metadata": None} for c in nullable]
+    doc = {"index_columns": [], "column_indexes": [], "columns": cols}
+    return {b"pandas": json.dumps(doc).encode()}
 
 
-def _per_interval_diff(df: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
-    return df.groupby(keys, sort=False)[col].diff()
+def _values(t: pa.Table, col: str) -> np.ndarray:
+    """A numeric column as float64 (nulls as NaN)."""
+    import numpy as np
+
+    return np.asarray(t.column(col).to_numpy(), dtype=np.float64)
 
 
-def _enrich(tables: dict[str, pd.DataFrame], summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def _per_interval_diff(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values[i]`` minus the value of the previous row with the same key;
+    NaN for each key's first row (pandas' ``groupby(keys).diff()``)."""
+    import numpy as np
+
+    order = np.argsort(keys, kind="stable")
+    v, k = values[order], keys[order]
+    d = np.full(len(v), np.nan)
+    if len(v) > 1:
+        d[1:] = np.where(k[1:] == k[:-1], v[1:] - v[:-1], np.nan)
+    out = np.empty_like(d)
+    out[order] = d
+    return out
+
+
+def _group_codes(*cols: list[Any]) -> np.ndarray:
+    """One integer per distinct combination of the key columns' values."""
+    import numpy as np
+
+    codes: dict[tuple[Any, ...], int] = {}
+    return np.fromiter((codes.setdefault(k, len(codes)) for k in zip(*cols, strict=True)), dtype=np.int64, count=len(cols[0]))
+
+
+def _with(t: pa.Table, new: dict[str, Any], metadata: dict[bytes, bytes] | None = None) -> pa.Table:
+    """``t`` with columns added or replaced in place (same order as before)."""
+    import pyarrow as pa
+
+    cols = dict(zip(t.column_names, t.columns, strict=True))
+    cols.update({k: v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v) for k, v in new.items()})
+    return pa.table(cols, metadata=metadata if metadata is not None else t.schema.metadata)
+
+
+def _enrich(tables: dict[str, pa.Table], summary: dict[str, Any]) -> dict[str, pa.Table]:
     """Add convenience columns (seconds, milliseconds, per-interval rates)."""
+    import numpy as np
+    import pyarrow as pa
+
+    nan = float("nan")
     t = dict(tables)
     f = t.get("flows")
-    if f is not None and "base_rtt_ms" not in f:
-        f = f.copy()
-        f["base_rtt_ms"] = f["base_rtt_ns"] / 1e6
-        f["srtt_ms"] = f["srtt_ns"] / 1e6
-        f["size_bytes"] = _nullable(f["size_bytes"])
-        f["fct_ns"] = _nullable(f["fct_ns"])
-        f["fct_s"] = f["fct_ns"].astype("Float64") / 1e9
-        f["fct_s"] = f["fct_s"].astype(float)
+    if f is not None and "base_rtt_ms" not in f.column_names:
+        new: dict[str, Any] = {"base_rtt_ms": _values(f, "base_rtt_ns") / 1e6, "srtt_ms": _values(f, "srtt_ns") / 1e6}
+        for col in ("size_bytes", "fct_ns"):  # engine sentinel -1 means "none": null
+            raw = f.column(col).to_numpy()
+            new[col] = pa.array(raw, mask=raw < 0)
+        new["fct_s"] = np.where(new["fct_ns"].is_null().to_numpy(zero_copy_only=False), nan, _values(f, "fct_ns") / 1e9)
+        f = _with(f, new, _nullable_meta(["size_bytes", "fct_ns"]))
         t["flows"] = f
     q = t.get("queues")
-    if q is not None and "utilization" not in q:
-        q = q.copy()
+    if q is not None and "utilization" not in q.column_names:
         by_name = {x["name"]: x for x in summary.get("queues", [])}
         util, drop_rate, mark_rate = [], [], []
-        for name, sub in zip(q["queue"], q["subqueue"], strict=True):
+        for name, sub in zip(q.column("queue").to_pylist(), q.column("subqueue").to_pylist(), strict=True):
             qs = by_name.get(name, {})
             stats = qs.get("subqueues", {}).get(sub, qs) if sub != "all" else qs
-            util.append(qs.get("utilization", np.nan))
-            drop_rate.append(stats.get("drop_rate", np.nan))
-            mark_rate.append(stats.get("mark_rate", np.nan))
-        q["utilization"] = np.asarray(util, dtype=float)
-        q["drop_rate"] = np.asarray(drop_rate, dtype=float)
-        q["mark_rate"] = np.asarray(mark_rate, dtype=float)
+            util.append(qs.get("utilization", nan))
+            drop_rate.append(stats.get("drop_rate", nan))
+            mark_rate.append(stats.get("mark_rate", nan))
+        new = {"utilization": np.asarray(util, dtype=float), "drop_rate": np.asarray(drop_rate, dtype=float),
+               "mark_rate": np.asarray(mark_rate, dtype=float)}  # fmt: skip
         for p in ("mean", "p50", "p90", "p99"):
-            q[f"sojourn_{p}_ms"] = q[f"sojourn_{p}_ns"] / 1e6
-        t["queues"] = q
+            new[f"sojourn_{p}_ms"] = _values(q, f"sojourn_{p}_ns") / 1e6
+        t["queues"] = _with(q, new)
     ts = t.get("flow_ts")
-    if ts is not None and "t_s" not in ts:
-        ts = ts.copy()
-        ts["t_s"] = ts["t_ns"] / 1e9
-        dt = _per_interval_diff(ts, ["flow"], "t_ns") / 1e9
-        ts["goodput_bps"] = _per_interval_diff(ts, ["flow"], "delivered_bytes") * 8 / dt
-        ts["srtt_ms"] = ts["srtt_ns"] / 1e6
-        if f is not None and len(f):
-            meta = f.set_index("id")[["label", "cc"]]
-            ts["label"] = meta["label"].reindex(ts["flow"].to_numpy()).to_numpy()
-            ts["cc"] = meta["cc"].reindex(ts["flow"].to_numpy()).to_numpy()
-        t["flow_ts"] = ts
+    if ts is not None and "t_s" not in ts.column_names:
+        flow = ts.column("flow").to_numpy()
+        t_ns = _values(ts, "t_ns")
+        dt = _per_interval_diff(flow, t_ns) / 1e9
+        new = {"t_s": t_ns / 1e9, "goodput_bps": _per_interval_diff(flow, _values(ts, "delivered_bytes")) * 8 / dt,
+               "srtt_ms": _values(ts, "srtt_ns") / 1e6}  # fmt: skip
+        if f is not None and f.num_rows:
+            row_of = {fid: i for i, fid in enumerate(f.column("id").to_pylist())}
+            rows = [row_of.get(fid) for fid in flow.tolist()]
+            for col in ("label", "cc"):  # the flow's, by id; null for an unknown id
+                values = f.column(col).to_pylist()
+                new[col] = pa.array([None if i is None else values[i] for i in rows], type=pa.large_string())
+        t["flow_ts"] = _with(ts, new)
     qt = t.get("queue_ts")
-    if qt is not None and "t_s" not in qt:
-        qt = qt.copy()
-        qt["t_s"] = qt["t_ns"] / 1e9
-        keys = ["queue", "subqueue"]
-        d_arr = _per_interval_diff(qt, keys, "arrived_pkts")
-        d_dep = _per_interval_diff(qt, keys, "departed_pkts")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            qt["drop_prob"] = (_per_interval_diff(qt, keys, "dropped_pkts") / d_arr.where(d_arr > 0)).astype(float)
-            qt["mark_prob"] = (_per_interval_diff(qt, keys, "marked_pkts") / d_dep.where(d_dep > 0)).astype(float)
-        t["queue_ts"] = qt
+    if qt is not None and "t_s" not in qt.column_names:
+        keys = _group_codes(qt.column("queue").to_pylist(), qt.column("subqueue").to_pylist())
+        d = {c: _per_interval_diff(keys, _values(qt, c)) for c in ("arrived_pkts", "departed_pkts", "dropped_pkts", "marked_pkts")}
+        with np.errstate(divide="ignore", invalid="ignore"):  # no arrivals / departures in an interval: NaN
+            new = {"t_s": _values(qt, "t_ns") / 1e9,
+                   "drop_prob": d["dropped_pkts"] / np.where(d["arrived_pkts"] > 0, d["arrived_pkts"], nan),
+                   "mark_prob": d["marked_pkts"] / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan)}  # fmt: skip
+        t["queue_ts"] = _with(qt, new)
     pr = t.get("probes")
-    if pr is not None and "t_s" not in pr:
-        pr = pr.copy()
-        pr["t_s"] = pr["t_ns"] / 1e9
-        t["probes"] = pr
+    if pr is not None and "t_s" not in pr.column_names:
+        t["probes"] = _with(pr, {"t_s": _values(pr, "t_ns") / 1e9})
     sh = t.get("sojourn_hist")
-    if sh is not None and "hi_ms" not in sh:
-        sh = sh.copy()
-        sh["lo_ms"] = sh["lo_ns"] / 1e6
-        sh["hi_ms"] = sh["hi_ns"] / 1e6
-        t["sojourn_hist"] = sh
+    if sh is not None and "hi_ms" not in sh.column_names:
+        t["sojourn_hist"] = _with(sh, {"lo_ms": _values(sh, "lo_ns") / 1e6, "hi_ms": _values(sh, "hi_ns") / 1e6})
     return t
 
 
@@ -170,16 +216,24 @@ class Result:
     and sub-queue), ``timeseries`` (per flow per sampling interval),
     ``queue_timeseries``, ``probes`` (AQM/CC internal values over time),
     ``sojourn_hist`` and ``sojourn_samples``. Columns: docs/results.md.
+
+    The tables are held as Arrow tables; each DataFrame (and pandas itself)
+    is built on first access, so running and saving never import pandas.
     """
 
-    def __init__(self, summary: dict[str, Any], tables: dict[str, pd.DataFrame]):
+    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame]):
+        import pyarrow as pa
+
         self.summary = summary
-        self.tables = _enrich(tables, summary)
+        arrow = {name: t if isinstance(t, pa.Table) else pa.Table.from_pandas(t, preserve_index=False)
+                 for name, t in tables.items()}  # fmt: skip
+        self._arrow = _enrich(arrow, summary)
+        self._frames: dict[str, pd.DataFrame] = {}
 
     @classmethod
     def _from_engine(cls, raw: dict[str, Any], normalized: dict[str, Any]) -> Result:
         engine_summary = json.loads(raw["summary"])
-        tables = {name: _frame(cols) for name, cols in raw["tables"].items()}
+        tables = {name: _engine_table(cols) for name, cols in raw["tables"].items()}
         return cls(build_summary(engine_summary, normalized), tables)
 
     # -- summary views -------------------------------------------------------
@@ -208,7 +262,20 @@ class Result:
     # -- tables ----------------------------------------------------------------
 
     def _table(self, name: str) -> pd.DataFrame:
-        return self.tables.get(name, pd.DataFrame())
+        df = self._frames.get(name)
+        if df is None:
+            t = self._arrow.get(name)
+            if t is None:
+                import pandas as pd
+
+                return pd.DataFrame()
+            df = self._frames[name] = t.to_pandas()
+        return df
+
+    @property
+    def tables(self) -> Mapping[str, pd.DataFrame]:
+        """Every table the run has, by name (see :data:`TABLES`), as DataFrames."""
+        return _Frames(self)
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -256,10 +323,8 @@ class Result:
         out = Path(out_dir)
         written = []
         for name in TABLES:
-            if name in self.tables:
-                path = out / f"{name}.parquet"
-                buf = _parquet_bytes(self.tables[name])
-                written.append(atomic_write_bytes(path, buf))
+            if name in self._arrow:
+                written.append(atomic_write_bytes(out / f"{name}.parquet", _arrow_parquet_bytes(self._arrow[name])))
         return written
 
     def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True, report: bool = True) -> dict[str, Any]:
@@ -285,13 +350,15 @@ class Result:
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Result:
         """Read a result written by :meth:`save`."""
+        import pyarrow.parquet as pq
+
         out = Path(out_dir)
         summary = json.loads((out / "summary.json").read_text())
         tables = {}
         for name in TABLES:
             p = out / f"{name}.parquet"
             if p.exists():
-                tables[name] = pd.read_parquet(p)
+                tables[name] = pq.read_table(p)
         return cls(summary, tables)
 
     def __repr__(self) -> str:
@@ -302,7 +369,35 @@ class Result:
         )
 
 
+class _Frames(Mapping[str, "pd.DataFrame"]):
+    """``Result.tables``: name -> DataFrame, each converted on first access."""
+
+    def __init__(self, result: Result):
+        self._r = result
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._r._arrow:
+            raise KeyError(name)
+        return self._r._table(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._r._arrow)
+
+    def __len__(self) -> int:
+        return len(self._r._arrow)
+
+
+def _arrow_parquet_bytes(t: pa.Table) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink)
+    return bytes(sink.getvalue())
+
+
 def _parquet_bytes(df: pd.DataFrame) -> bytes:
+    """A DataFrame as Parquet (sweeps and reproductions)."""
     import io
 
     buf = io.BytesIO()
