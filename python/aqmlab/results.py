@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -77,27 +77,67 @@ def summary_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
-def _engine_table(cols: dict[str, Any]) -> pa.Table:
-    """An engine table (numeric columns as little-endian bytes, text columns
-    as lists of str) as an Arrow table, without copying the numbers."""
-    import numpy as np  # already loaded by pyarrow itself
+# The run path builds and writes the tables without pandas (~0.4 s to
+# import): columns are numpy arrays (numpy comes with pyarrow anyway) and
+# lists of str, turned into Arrow arrays from their buffers, because
+# pa.array() and Array.to_numpy() import pandas whenever it is installed.
+# pyarrow.compute is avoided too (~0.1 s).
+
+#: A table as columns: numpy arrays (numbers) or lists of str/None (text).
+Columns = dict[str, Any]
+
+#: Integer columns where the engine writes -1 for "none"; null in the tables.
+NULLABLE = {"flows": ("size_bytes", "fct_ns")}
+
+
+def _engine_columns(cols: dict[str, Any]) -> Columns:
+    """An engine table: numeric columns come as (dtype, little-endian
+    bytes), read without copying; text columns as lists of str."""
+    import numpy as np
+
+    return {name: np.frombuffer(c[1], dtype=np.dtype(c[0])) if isinstance(c, tuple) else c for name, c in cols.items()}
+
+
+def _table_columns(t: pa.Table) -> Columns:
+    """An Arrow table as columns (nulls of numeric columns as NaN)."""
+    import numpy as np
     import pyarrow as pa
 
-    arrays = {}
-    for name, c in cols.items():
-        if isinstance(c, tuple):
-            dtype, data = c
-            arrays[name] = pa.array(np.frombuffer(data, dtype=np.dtype(dtype)))
-        else:  # large_string: what pandas wrote before, so the files keep their types
-            arrays[name] = pa.array(c, type=pa.large_string())
-    return pa.table(arrays)
+    return {name: col.to_pylist() if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+            else np.asarray(col.to_numpy()) for name, col in zip(t.column_names, t.columns, strict=True)}  # fmt: skip
 
 
-# The enrichment below uses numpy, not pyarrow.compute (whose import costs
-# ~0.1 s) and not pandas (~0.4 s): the run path writes Parquet without either.
+def _bitmap(valid: np.ndarray) -> pa.Buffer | None:
+    import numpy as np
+    import pyarrow as pa
+
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def _nullable_meta(nullable: list[str]) -> dict[bytes, bytes]:
+def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
+    """A column as an Arrow array, from its buffers (Arrow's columnar
+    layout). Text is large_string, as pandas wrote it; a nullable integer
+    column is null where the value is negative (or NaN)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(values, list):
+        encoded = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+        buffers = [_bitmap(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        return pa.Array.from_buffers(pa.large_string(), len(values), buffers)
+    a = np.ascontiguousarray(values)
+    validity = None
+    if nullable:
+        valid = a >= 0  # False for NaN
+        validity = _bitmap(valid)
+        a = np.where(valid, a, -1).astype(np.int64)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [validity, pa.py_buffer(a)])
+
+
+def _nullable_meta(nullable: Sequence[str]) -> dict[bytes, bytes]:
     """Schema metadata in pandas' documented Parquet format declaring
     ``nullable`` integer columns as pandas ``Int64``, so ``pd.read_parquet``
     and :class:`Result` give ``Int64`` (not float64) for them, as when pandas
@@ -107,11 +147,18 @@ def _nullable_meta(nullable: list[str]) -> dict[bytes, bytes]:
     return {b"pandas": json.dumps(doc).encode()}
 
 
-def _values(t: pa.Table, col: str) -> np.ndarray:
-    """A numeric column as float64 (nulls as NaN)."""
+def _arrow_table(name: str, cols: Columns) -> pa.Table:
+    import pyarrow as pa
+
+    nullable = NULLABLE.get(name, ())
+    arrays = [_arrow_array(v, c in nullable) for c, v in cols.items()]
+    return pa.Table.from_arrays(arrays, names=list(cols), metadata=_nullable_meta(nullable) if nullable else None)
+
+
+def _f64(values: np.ndarray) -> np.ndarray:
     import numpy as np
 
-    return np.asarray(t.column(col).to_numpy(), dtype=np.float64)
+    return np.asarray(values, dtype=np.float64)
 
 
 def _per_interval_diff(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -119,6 +166,7 @@ def _per_interval_diff(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     NaN for each key's first row (pandas' ``groupby(keys).diff()``)."""
     import numpy as np
 
+    values = _f64(values)
     order = np.argsort(keys, kind="stable")
     v, k = values[order], keys[order]
     d = np.full(len(v), np.nan)
@@ -137,76 +185,67 @@ def _group_codes(*cols: list[Any]) -> np.ndarray:
     return np.fromiter((codes.setdefault(k, len(codes)) for k in zip(*cols, strict=True)), dtype=np.int64, count=len(cols[0]))
 
 
-def _with(t: pa.Table, new: dict[str, Any], metadata: dict[bytes, bytes] | None = None) -> pa.Table:
-    """``t`` with columns added or replaced in place (same order as before)."""
-    import pyarrow as pa
-
-    cols = dict(zip(t.column_names, t.columns, strict=True))
-    cols.update({k: v if isinstance(v, (pa.Array, pa.ChunkedArray)) else pa.array(v) for k, v in new.items()})
-    return pa.table(cols, metadata=metadata if metadata is not None else t.schema.metadata)
-
-
-def _enrich(tables: dict[str, pa.Table], summary: dict[str, Any]) -> dict[str, pa.Table]:
+def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Columns]:
     """Add convenience columns (seconds, milliseconds, per-interval rates)."""
     import numpy as np
-    import pyarrow as pa
 
     nan = float("nan")
-    t = dict(tables)
+    t = {name: dict(cols) for name, cols in tables.items()}
     f = t.get("flows")
-    if f is not None and "base_rtt_ms" not in f.column_names:
-        new: dict[str, Any] = {"base_rtt_ms": _values(f, "base_rtt_ns") / 1e6, "srtt_ms": _values(f, "srtt_ns") / 1e6}
-        for col in ("size_bytes", "fct_ns"):  # engine sentinel -1 means "none": null
-            raw = f.column(col).to_numpy()
-            new[col] = pa.array(raw, mask=raw < 0)
-        new["fct_s"] = np.where(new["fct_ns"].is_null().to_numpy(zero_copy_only=False), nan, _values(f, "fct_ns") / 1e9)
-        f = _with(f, new, _nullable_meta(["size_bytes", "fct_ns"]))
-        t["flows"] = f
+    if f is not None:
+        f["base_rtt_ms"] = _f64(f["base_rtt_ns"]) / 1e6
+        f["srtt_ms"] = _f64(f["srtt_ns"]) / 1e6
+        fct = _f64(f["fct_ns"])
+        f["fct_s"] = np.where(fct >= 0, fct / 1e9, nan)  # -1: unbounded or unfinished
     q = t.get("queues")
-    if q is not None and "utilization" not in q.column_names:
+    if q is not None:
         by_name = {x["name"]: x for x in summary.get("queues", [])}
         util, drop_rate, mark_rate = [], [], []
-        for name, sub in zip(q.column("queue").to_pylist(), q.column("subqueue").to_pylist(), strict=True):
+        for name, sub in zip(q["queue"], q["subqueue"], strict=True):
             qs = by_name.get(name, {})
             stats = qs.get("subqueues", {}).get(sub, qs) if sub != "all" else qs
             util.append(qs.get("utilization", nan))
             drop_rate.append(stats.get("drop_rate", nan))
             mark_rate.append(stats.get("mark_rate", nan))
-        new = {"utilization": np.asarray(util, dtype=float), "drop_rate": np.asarray(drop_rate, dtype=float),
-               "mark_rate": np.asarray(mark_rate, dtype=float)}  # fmt: skip
+        q["utilization"] = _f64(util)
+        q["drop_rate"] = _f64(drop_rate)
+        q["mark_rate"] = _f64(mark_rate)
         for p in ("mean", "p50", "p90", "p99"):
-            new[f"sojourn_{p}_ms"] = _values(q, f"sojourn_{p}_ns") / 1e6
-        t["queues"] = _with(q, new)
+            q[f"sojourn_{p}_ms"] = _f64(q[f"sojourn_{p}_ns"]) / 1e6
     ts = t.get("flow_ts")
-    if ts is not None and "t_s" not in ts.column_names:
-        flow = ts.column("flow").to_numpy()
-        t_ns = _values(ts, "t_ns")
-        dt = _per_interval_diff(flow, t_ns) / 1e9
-        new = {"t_s": t_ns / 1e9, "goodput_bps": _per_interval_diff(flow, _values(ts, "delivered_bytes")) * 8 / dt,
-               "srtt_ms": _values(ts, "srtt_ns") / 1e6}  # fmt: skip
-        if f is not None and f.num_rows:
-            row_of = {fid: i for i, fid in enumerate(f.column("id").to_pylist())}
+    if ts is not None:
+        flow = ts["flow"]
+        ts["t_s"] = _f64(ts["t_ns"]) / 1e9
+        dt = _per_interval_diff(flow, ts["t_ns"]) / 1e9
+        ts["goodput_bps"] = _per_interval_diff(flow, ts["delivered_bytes"]) * 8 / dt
+        ts["srtt_ms"] = _f64(ts["srtt_ns"]) / 1e6
+        if f is not None and len(f["id"]):
+            row_of = {fid: i for i, fid in enumerate(f["id"].tolist())}
             rows = [row_of.get(fid) for fid in flow.tolist()]
             for col in ("label", "cc"):  # the flow's, by id; null for an unknown id
-                values = f.column(col).to_pylist()
-                new[col] = pa.array([None if i is None else values[i] for i in rows], type=pa.large_string())
-        t["flow_ts"] = _with(ts, new)
+                ts[col] = [None if i is None else f[col][i] for i in rows]
     qt = t.get("queue_ts")
-    if qt is not None and "t_s" not in qt.column_names:
-        keys = _group_codes(qt.column("queue").to_pylist(), qt.column("subqueue").to_pylist())
-        d = {c: _per_interval_diff(keys, _values(qt, c)) for c in ("arrived_pkts", "departed_pkts", "dropped_pkts", "marked_pkts")}
+    if qt is not None:
+        keys = _group_codes(qt["queue"], qt["subqueue"])
+        d = {c: _per_interval_diff(keys, qt[c]) for c in ("arrived_pkts", "departed_pkts", "dropped_pkts", "marked_pkts")}
+        qt["t_s"] = _f64(qt["t_ns"]) / 1e9
         with np.errstate(divide="ignore", invalid="ignore"):  # no arrivals / departures in an interval: NaN
-            new = {"t_s": _values(qt, "t_ns") / 1e9,
-                   "drop_prob": d["dropped_pkts"] / np.where(d["arrived_pkts"] > 0, d["arrived_pkts"], nan),
-                   "mark_prob": d["marked_pkts"] / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan)}  # fmt: skip
-        t["queue_ts"] = _with(qt, new)
+            qt["drop_prob"] = d["dropped_pkts"] / np.where(d["arrived_pkts"] > 0, d["arrived_pkts"], nan)
+            qt["mark_prob"] = d["marked_pkts"] / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan)
     pr = t.get("probes")
-    if pr is not None and "t_s" not in pr.column_names:
-        t["probes"] = _with(pr, {"t_s": _values(pr, "t_ns") / 1e9})
+    if pr is not None:
+        pr["t_s"] = _f64(pr["t_ns"]) / 1e9
     sh = t.get("sojourn_hist")
-    if sh is not None and "hi_ms" not in sh.column_names:
-        t["sojourn_hist"] = _with(sh, {"lo_ms": _values(sh, "lo_ns") / 1e6, "hi_ms": _values(sh, "hi_ns") / 1e6})
+    if sh is not None:
+        sh["lo_ms"] = _f64(sh["lo_ns"]) / 1e6
+        sh["hi_ms"] = _f64(sh["hi_ns"]) / 1e6
     return t
+
+
+#: A column each table gets from :func:`_enrich`: present means enriched
+#: (a table read back from Parquet, or given as a saved DataFrame).
+_ENRICHED_BY = {"flows": "base_rtt_ms", "queues": "utilization", "flow_ts": "t_s", "queue_ts": "t_s",
+                "probes": "t_s", "sojourn_hist": "hi_ms"}  # fmt: skip
 
 
 class Result:
@@ -221,19 +260,30 @@ class Result:
     is built on first access, so running and saving never import pandas.
     """
 
-    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame]):
+    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame | Columns]):
+        """``tables``: name -> Arrow table, DataFrame or columns, as the
+        engine gives them or with the added columns (as saved)."""
         import pyarrow as pa
 
         self.summary = summary
-        arrow = {name: t if isinstance(t, pa.Table) else pa.Table.from_pandas(t, preserve_index=False)
-                 for name, t in tables.items()}  # fmt: skip
-        self._arrow = _enrich(arrow, summary)
+        self._arrow: dict[str, pa.Table] = {}
+        raw: dict[str, Columns] = {}
+        for name, t in tables.items():
+            if not isinstance(t, (pa.Table, dict)):  # a DataFrame
+                t = pa.Table.from_pandas(t, preserve_index=False)
+            cols = t if isinstance(t, dict) else t.column_names
+            if _ENRICHED_BY.get(name, "") in cols:  # saved: nothing to add
+                self._arrow[name] = t if isinstance(t, pa.Table) else _arrow_table(name, t)
+            else:
+                raw[name] = t if isinstance(t, dict) else _table_columns(t)
+        if raw:
+            self._arrow.update({name: _arrow_table(name, cols) for name, cols in _enrich(raw, summary).items()})
         self._frames: dict[str, pd.DataFrame] = {}
 
     @classmethod
     def _from_engine(cls, raw: dict[str, Any], normalized: dict[str, Any]) -> Result:
         engine_summary = json.loads(raw["summary"])
-        tables = {name: _engine_table(cols) for name, cols in raw["tables"].items()}
+        tables = {name: _engine_columns(cols) for name, cols in raw["tables"].items()}
         return cls(build_summary(engine_summary, normalized), tables)
 
     # -- summary views -------------------------------------------------------
