@@ -379,22 +379,37 @@ class Result:
 
     def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True, report: bool = True) -> dict[str, Any]:
         """Write ``summary.json``, ``scenario.toml``, the tables as Parquet,
-        PNG plots in ``plots/`` and ``report.html``. Each file is written to a
-        temporary name and renamed, so an earlier result is only ever
-        replaced by a complete new file. Returns the paths written."""
+        PNG plots in ``plots/`` and ``report.html`` (a report implies the
+        plots). Each file is written to a temporary name and renamed, so an
+        earlier result is only ever replaced by a complete new file; plots
+        and a report of an earlier save that this one does not write are
+        removed, so the directory never mixes two runs. Returns the paths
+        written."""
         out = Path(out_dir)
         files: dict[str, Any] = {}
         files["summary"] = atomic_write_text(out / "summary.json", self.summary_json())
         files["scenario"] = atomic_write_text(out / "scenario.toml", dump_toml(self.summary["scenario"]))
         files["tables"] = self.to_parquet(out)
-        figures: dict[str, Path] = {}
         if plots or report:
-            figures = self.plot.save_all(out / "plots")
-            files["plots"] = list(figures.values())
+            files.update(self.save_plots(out, report=report))
+        else:
+            _remove_plots(out, keep=set())
+        if not report:
+            (out / "report.html").unlink(missing_ok=True)
+        return files
+
+    def save_plots(self, out_dir: str | os.PathLike[str], *, report: bool = False) -> dict[str, Any]:
+        """Write the PNG plots in ``out_dir/plots`` and, with ``report``,
+        ``out_dir/report.html``; ``aqmlab report DIR`` does this for a saved
+        run. Returns ``{"plots": [paths], "report": path}``."""
+        out = Path(out_dir)
+        figures = self.plot.save_all(out / "plots")
+        files: dict[str, Any] = {"plots": list(figures.values())}
         if report:
             from aqmlab.report import write_report
 
             files["report"] = write_report(self, out / "report.html", figures)
+        _remove_plots(out, keep=set(figures))
         return files
 
     @classmethod
@@ -417,6 +432,18 @@ class Result:
             f"<aqmlab.Result {name!r}: {len(self.summary.get('flows', []))} flows, "
             f"{len(self.summary.get('queues', []))} queues, {self.summary.get('duration_s')} s>"
         )
+
+
+#: Names of the PNGs in ``plots/`` (aqmlab.plots.PLOTS, which imports matplotlib).
+PLOT_NAMES = ("goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct")
+
+
+def _remove_plots(out: Path, keep: set[str]) -> None:
+    """Remove plots of an earlier save in ``out`` except ``keep``: they would
+    show another run (e.g. an fct.png after a run without finite flows)."""
+    for name in PLOT_NAMES:
+        if name not in keep:
+            (out / "plots" / f"{name}.png").unlink(missing_ok=True)
 
 
 class _Frames(Mapping[str, "pd.DataFrame"]):
