@@ -243,7 +243,8 @@ def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Co
 
 
 #: A column each table gets from :func:`_enrich`: present means enriched
-#: (a table read back from Parquet, or given as a saved DataFrame).
+#: (a table read back from Parquet, or given as a saved DataFrame). Other
+#: tables (sojourn_samples) get nothing.
 _ENRICHED_BY = {"flows": "base_rtt_ms", "queues": "utilization", "flow_ts": "t_s", "queue_ts": "t_s",
                 "probes": "t_s", "sojourn_hist": "hi_ms"}  # fmt: skip
 
@@ -271,8 +272,8 @@ class Result:
         for name, t in tables.items():
             if not isinstance(t, (pa.Table, dict)):  # a DataFrame
                 t = pa.Table.from_pandas(t, preserve_index=False)
-            cols = t if isinstance(t, dict) else t.column_names
-            if _ENRICHED_BY.get(name, "") in cols:  # saved: nothing to add
+            added = _ENRICHED_BY.get(name)
+            if added is None or added in (t if isinstance(t, dict) else t.column_names):  # nothing to add
                 self._arrow[name] = t if isinstance(t, pa.Table) else _arrow_table(name, t)
             else:
                 raw[name] = t if isinstance(t, dict) else _table_columns(t)
