@@ -138,3 +138,46 @@ def test_api_example_runs(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "report.html").exists()
     assert "Jain's index" in proc.stdout
+
+
+def test_added_columns_match_a_pandas_computation() -> None:
+    """The per-interval and unit columns (computed without pandas) are what
+    pandas' groupby-diff computes from the engine's cumulative counters."""
+    # DualPI2: rows per sub-queue, with drops and marks.
+    r = aqmlab.run(tiny(bottleneck={"rate": "10Mbps", "buffer": "30ms", "aqm": "dualpi2"},
+                        flows=[{"cc": "cubic", "rtt": "20ms", "count": 2}, {"cc": "dctcp", "rtt": "20ms", "ecn": "l4s"}]))  # fmt: skip
+    ts = r.timeseries
+    g = ts.groupby("flow", sort=False)
+    goodput = g["delivered_bytes"].diff() * 8 / (g["t_ns"].diff() / 1e9)
+    pd.testing.assert_series_equal(ts["goodput_bps"], goodput, check_names=False)
+    labels = r.flows.set_index("id")["label"]
+    assert (ts["label"] == labels.loc[ts["flow"]].to_numpy()).all()
+    qt = r.queue_timeseries
+    assert qt["subqueue"].nunique() > 1
+    g = qt.groupby(["queue", "subqueue"], sort=False)
+    arrived, departed = g["arrived_pkts"].diff(), g["departed_pkts"].diff()
+    drop = (g["dropped_pkts"].diff() / arrived.where(arrived > 0)).astype(float)
+    mark = (g["marked_pkts"].diff() / departed.where(departed > 0)).astype(float)
+    pd.testing.assert_series_equal(qt["drop_prob"], drop, check_names=False)
+    pd.testing.assert_series_equal(qt["mark_prob"], mark, check_names=False)
+    assert qt["mark_prob"].gt(0).any() and qt["drop_prob"].gt(0).any()
+    pd.testing.assert_series_equal(r.flows["srtt_ms"], r.flows["srtt_ns"] / 1e6, check_names=False)
+    pd.testing.assert_series_equal(r.queues["sojourn_p99_ms"], r.queues["sojourn_p99_ns"] / 1e6, check_names=False)
+
+
+def test_load_reads_tables_written_by_pandas(tmp_path: Path) -> None:
+    """Results saved before the Arrow writer (DataFrame.to_parquet) load the same."""
+    r = aqmlab.run(tiny())
+    r.save(tmp_path / "o", plots=False, report=False)
+    for name, df in r.tables.items():
+        df.to_parquet(tmp_path / "o" / f"{name}.parquet", index=False)
+    back = Result.load(tmp_path / "o")
+    for name, df in r.tables.items():
+        pd.testing.assert_frame_equal(back.tables[name], df)
+
+
+def test_plot_names_known_without_matplotlib_are_the_plots() -> None:
+    from aqmlab.plots import PLOTS
+    from aqmlab.results import PLOT_NAMES
+
+    assert tuple(PLOTS) == PLOT_NAMES

@@ -1,5 +1,6 @@
 """`aqmlab run` end to end on every bundled example: files, summary.json
-contract, sane figures, plots and a self-contained report; determinism."""
+contract, sane figures, plots and a self-contained report; determinism; the
+light default (no plots, no pandas) and `aqmlab report` on a saved run."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import html
 import json
 import re
 import struct
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from aqmlab.results import TABLES
-from conftest import SCENARIO_EXAMPLES, cli
+from aqmlab.results import TABLES, Result
+from conftest import EXAMPLES, SCENARIO_EXAMPLES, cli
 
 NUM = (int, float)
 
@@ -113,7 +116,7 @@ def png_size(path: Path) -> tuple[int, int]:
 @pytest.mark.parametrize("example", SCENARIO_EXAMPLES, ids=lambda p: p.stem)
 def test_run_example_end_to_end(example: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = cli("run", str(example), "--out", str(out), cwd=tmp_path)
+    proc = cli("run", str(example), "--out", str(out), "--report", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     # Terminal summary: flows, queues, Jain's index.
@@ -157,7 +160,7 @@ def test_run_example_end_to_end(example: Path, tmp_path: Path) -> None:
 
 def test_web_workload_has_an_fct_plot(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    proc = cli("run", str(Path(__file__).parent.parent / "examples" / "web-workload.toml"), "--out", str(out), "--no-report")
+    proc = cli("run", str(EXAMPLES / "web-workload.toml"), "--out", str(out), "--plots")
     assert proc.returncode == 0, proc.stderr
     assert (out / "plots" / "fct.png").exists() and not (out / "report.html").exists()
     s = json.loads((out / "summary.json").read_text())
@@ -169,14 +172,14 @@ def test_same_seed_gives_identical_summary_except_wall_time(tmp_path: Path) -> N
     ex = SCENARIO_EXAMPLES[0]
     texts = []
     for i in range(2):
-        proc = cli("run", str(ex), "--out", str(tmp_path / f"o{i}"), "--no-plots", "--no-report", "-q")
+        proc = cli("run", str(ex), "--out", str(tmp_path / f"o{i}"), "-q")
         assert proc.returncode == 0, proc.stderr
         texts.append((tmp_path / f"o{i}" / "summary.json").read_text())
     a, b = (re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": 0', t) for t in texts)
     assert a == b  # byte-identical but for perf.wall_s
     assert json.loads(texts[0])["perf"]["wall_s"] > 0
     # Another seed changes the run (the example has random start jitter).
-    proc = cli("run", str(ex), "--out", str(tmp_path / "o2"), "--seed", "7", "--no-plots", "--no-report", "-q")
+    proc = cli("run", str(ex), "--out", str(tmp_path / "o2"), "--seed", "7", "-q")
     c = re.sub(r'"wall_s": [0-9.e+-]+', '"wall_s": 0', (tmp_path / "o2" / "summary.json").read_text())
     assert proc.returncode == 0 and c != a and json.loads(c)["seed"] == 7
 
@@ -185,6 +188,85 @@ def test_rerun_replaces_results_atomically(tmp_path: Path) -> None:
     ex = SCENARIO_EXAMPLES[0]
     out = tmp_path / "o"
     for _ in range(2):
-        assert cli("run", str(ex), "--out", str(out), "--no-plots", "--no-report", "-q").returncode == 0
+        assert cli("run", str(ex), "--out", str(out), "-q").returncode == 0
     leftovers = [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_default_run_writes_no_plots_and_says_how_to_get_them(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    proc = cli("run", str(EXAMPLES / "dumbbell.toml"), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name for p in out.iterdir()} == {"summary.json", "scenario.toml"} | {f"{t}.parquet" for t in TABLES}
+    assert f"aqmlab report {out}" in proc.stderr.splitlines()[-1]
+
+
+def test_run_path_imports_neither_pandas_nor_matplotlib(tmp_path: Path) -> None:
+    """The heavy modules stay off `aqmlab run` (plots and DataFrames are on request)."""
+    code = (
+        "import sys\n"
+        "from aqmlab.cli import main\n"
+        f"assert main(['run', {str(EXAMPLES / 'dumbbell.toml')!r}, '--out', {str(tmp_path / 'o')!r}]) == 0\n"
+        "heavy = ('pandas', 'matplotlib', 'pyarrow.compute', 'aqmlab.sweep', 'aqmlab.plots')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "o" / "flows.parquet").exists()
+
+
+def test_report_renders_plots_and_report_of_a_saved_run(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert cli("run", str(EXAMPLES / "dumbbell.toml"), "--out", str(out), "-q").returncode == 0
+    assert not (out / "plots").exists() and not (out / "report.html").exists()
+    proc = cli("report", str(out))
+    assert proc.returncode == 0, proc.stderr
+    plots = {p.stem for p in (out / "plots").glob("*.png")}
+    assert plots == {"goodput", "sojourn_cdf", "cwnd", "probabilities"}
+    report = (out / "report.html").read_text()
+    assert report.count("data:image/png;base64,") == len(plots) and "Jain" in report
+    assert 'name = "dumbbell"' in html.unescape(report)
+    # The same bytes as a report written by `run --report` (the run is deterministic),
+    # but for the engine's wall time, which the report shows.
+    direct = tmp_path / "direct"
+    assert cli("run", str(EXAMPLES / "dumbbell.toml"), "--out", str(direct), "--report", "-q").returncode == 0
+    wall = re.compile(r"in [0-9.,e+-]+ s wall time")
+    assert wall.sub("", report) == wall.sub("", (direct / "report.html").read_text())
+
+
+def test_report_of_a_directory_without_a_run_is_one_line_exit_2(tmp_path: Path) -> None:
+    proc = cli("report", str(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"aqmlab: error: {tmp_path}: no summary.json here (give a directory written by aqmlab run)"]
+
+
+def test_a_run_without_plots_removes_those_of_an_earlier_run(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    assert cli("run", str(EXAMPLES / "web-workload.toml"), "--out", str(out), "--report", "-q").returncode == 0
+    assert (out / "report.html").exists() and (out / "plots" / "fct.png").exists()
+    assert cli("run", str(EXAMPLES / "dumbbell.toml"), "--out", str(out), "--plots", "-q").returncode == 0
+    assert not (out / "report.html").exists() and not (out / "plots" / "fct.png").exists()  # would show the other run
+    assert (out / "plots" / "goodput.png").exists()
+    assert cli("run", str(EXAMPLES / "dumbbell.toml"), "--out", str(out), "-q").returncode == 0
+    assert list((out / "plots").glob("*.png")) == []
+
+
+def test_parquet_tables_equal_the_result_tables(tmp_path: Path) -> None:
+    """The Arrow writer's files give exactly the DataFrames of the Result
+    (columns, dtypes, values), and read back by Result.load the same."""
+    import aqmlab
+    from aqmlab.scenario import to_dict
+
+    tree = to_dict(EXAMPLES / "web-workload.toml")  # finite flows: null size_bytes / fct_ns for the others
+    tree["metrics"] = {"sojourn_samples_every": 20}
+    r = aqmlab.run(tree)
+    r.save(tmp_path / "o", plots=False, report=False)
+    back = Result.load(tmp_path / "o")
+    assert set(r.tables) == set(TABLES)
+    for name in TABLES:
+        df = r.tables[name]
+        assert len(df) > 0, name
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "o" / f"{name}.parquet"), df)
+        pd.testing.assert_frame_equal(back.tables[name], df)
+    assert str(r.flows["fct_ns"].dtype) == "Int64" and r.flows["fct_ns"].isna().any() and r.flows["fct_ns"].notna().any()

@@ -21,14 +21,8 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-# `aqmlab.sweep` is a module that is also callable: aqmlab.sweep(...) is
-# aqmlab.sweep.sweep(...), whichever way it was imported.
-from aqmlab import (
-    _engine,
-    sweep,  # noqa: E402
-)
+from aqmlab import _engine
 from aqmlab._engine import ScenarioError
-from aqmlab.sweep import SweepResult  # noqa: E402
 
 __version__: str = _engine.__version__
 
@@ -56,7 +50,13 @@ __all__ = [
     "validate",
 ]
 
+# `aqmlab.sweep` is a module that is also callable: aqmlab.sweep(...) is
+# aqmlab.sweep.sweep(...), whichever way it was imported. Like the rest it
+# loads on first use (`aqmlab run` does not need it).
+_LAZY_MODULES = {"sweep": "aqmlab.sweep"}
+
 _LAZY = {
+    "SweepResult": "aqmlab.sweep",
     "Result": "aqmlab.results",
     "run": "aqmlab.results",
     "Scenario": "aqmlab.scenario",
@@ -76,6 +76,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from aqmlab import sweep
     from aqmlab.results import Result, run
     from aqmlab.scenario import (
         Bottleneck,
@@ -93,9 +94,12 @@ if TYPE_CHECKING:
         loads,
         validate,
     )
+    from aqmlab.sweep import SweepResult
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        return importlib.import_module(_LAZY_MODULES[name])
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'aqmlab' has no attribute '{name}'")

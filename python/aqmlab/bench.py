@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 from typing import Any
 
@@ -115,6 +113,8 @@ def run_child(name: str, duration: str | None, metrics: str = "default") -> dict
 
 
 def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
+    import subprocess  # here, not at the top: the CLI imports this module at start-up (METRICS)
+
     cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name, "--metrics", metrics]
     if duration:
         cmd += ["--duration", duration]
@@ -134,6 +134,8 @@ def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict
 def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
           log: Any = None, metrics: str = "default") -> list[dict[str, Any]]:  # fmt: skip
     """Run the benchmarks; one result per scenario (median over ``repeat``)."""
+    import statistics
+
     results = []
     for name in names or list(SCENARIOS):
         why = requirement(name)

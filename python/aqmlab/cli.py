@@ -1,6 +1,7 @@
 """The ``aqmlab`` command.
 
     aqmlab run SCENARIO.toml [--out DIR]      run one scenario
+    aqmlab report DIR                         plots and report.html of a saved run
     aqmlab validate SCENARIO.toml             check it, run nothing
     aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
     aqmlab reproduce NAME | --list            the seed papers' experiments
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -193,10 +195,34 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(r, out_c, all_flows=args.all_flows)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
-    files = r.save(out, plots=not args.no_plots, report=not args.no_report)
-    n_plots = len(files.get("plots", [])) if not args.no_plots else 0
-    extra = ", report.html" if "report" in files else ""
-    err_c.print(f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables, {n_plots} plots{extra}")
+    # Plots and the report cost more than a small run (matplotlib, pandas):
+    # only on request, or later with `aqmlab report DIR`.
+    files = r.save(out, plots=args.plots, report=args.report)
+    written = f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables"
+    later = f"aqmlab report {shlex.quote(str(out))}"
+    if "report" in files:
+        err_c.print(f"{written}, {len(files['plots'])} plots, report.html", markup=False)
+    elif "plots" in files:
+        err_c.print(f"{written}, {len(files['plots'])} plots; for report.html, run: {later}", markup=False)
+    else:
+        err_c.print(f"{written}; for plots and report.html, run: {later}", markup=False)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
+# report
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from aqmlab.results import Result
+
+    out = Path(args.dir)
+    if not (out / "summary.json").is_file():
+        sys.stderr.write(f"aqmlab: error: {out}: no summary.json here (give a directory written by aqmlab run)\n")
+        return EXIT_USAGE
+    files = Result.load(out).save_plots(out, report=True)
+    _, err_c = _consoles()
+    err_c.print(f"wrote {out}/: {len(files['plots'])} plots, report.html", markup=False)
     return EXIT_OK
 
 
@@ -388,17 +414,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    r = sub.add_parser("run", help="run one scenario", description="Run one scenario; write results, plots and a report.")
+    r = sub.add_parser("run", help="run one scenario",
+                       description="Run one scenario; write the summary and tables (and on request plots and a report).")  # fmt: skip
     r.add_argument("file", help="scenario TOML file")
     r.add_argument("--out", help="output directory (default: out/<file stem>)")
     r.add_argument("--seed", type=int, help="override the scenario's seed")
     r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a value, e.g. --set bottleneck.aqm=step --set 'flows[0].count=4'")  # fmt: skip
-    r.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
-    r.add_argument("--no-report", action="store_true", help="do not write report.html")
+    r.add_argument("--plots", action=argparse.BooleanOptionalAction, default=False,
+                   help="also write PNG plots in DIR/plots (default: no)")  # fmt: skip
+    r.add_argument("--report", action=argparse.BooleanOptionalAction, default=False,
+                   help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
     r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
     r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="write the plots and report.html of a saved run",
+                         description="Render the PNG plots and report.html from a directory written by aqmlab run.")  # fmt: skip
+    rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
+    rep.set_defaults(func=cmd_report)
 
     v = sub.add_parser("validate", help="check a scenario (runs nothing)")
     v.add_argument("file", help="scenario TOML file")

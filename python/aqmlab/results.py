@@ -1,9 +1,9 @@
 """Running one scenario, and what a run returns.
 
 ``run(scenario) -> Result``. A :class:`Result` holds the summary document
-(the ``summary.json`` contract, docs/results.md) and the engine's tables as
-pandas DataFrames; ``result.save(dir)`` writes all of it, plus plots and a
-self-contained HTML report.
+(the ``summary.json`` contract, docs/results.md) and the engine's tables,
+offered as pandas DataFrames; ``result.save(dir)`` writes all of it, plus
+plots and a self-contained HTML report.
 
 Everything here reshapes what the engine computed (unit conversions,
 per-interval differences of cumulative counters); no statistic of the
@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from aqmlab import _engine
 from aqmlab.scenario import (
@@ -30,6 +27,11 @@ from aqmlab.scenario import (
     dump_toml,
     to_dict,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
 
 __all__ = ["Result", "run", "SUMMARY_SCHEMA", "TABLES", "summary_json", "build_summary"]
 
@@ -75,92 +77,176 @@ def summary_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, indent=2, allow_nan=False) + "\n"
 
 
-def _column(c: Any) -> Any:
-    if isinstance(c, tuple):
-        dtype, data = c
-        return np.frombuffer(data, dtype=np.dtype(dtype)).copy()
-    return list(c)
+# The run path builds and writes the tables without pandas (~0.4 s to
+# import): columns are numpy arrays (numpy comes with pyarrow anyway) and
+# lists of str, turned into Arrow arrays from their buffers, because
+# pa.array() and Array.to_numpy() import pandas whenever it is installed.
+# pyarrow.compute is avoided too (~0.1 s).
+
+#: A table as columns: numpy arrays (numbers) or lists of str/None (text).
+Columns = dict[str, Any]
+
+#: Integer columns where the engine writes -1 for "none"; null in the tables.
+NULLABLE = {"flows": ("size_bytes", "fct_ns")}
 
 
-def _frame(cols: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame({k: _column(v) for k, v in cols.items()})
+def _engine_columns(cols: dict[str, Any]) -> Columns:
+    """An engine table: numeric columns come as (dtype, little-endian
+    bytes), read without copying; text columns as lists of str."""
+    import numpy as np
+
+    return {name: np.frombuffer(c[1], dtype=np.dtype(c[0])) if isinstance(c, tuple) else c for name, c in cols.items()}
 
 
-def _nullable(s: pd.Series) -> pd.Series:
-    """Engine sentinel -1 ("none") to a nullable integer column."""
-    out = s.astype("Int64")
-    return out.mask(out < 0)
+def _table_columns(t: pa.Table) -> Columns:
+    """An Arrow table as columns (nulls of numeric columns as NaN)."""
+    import numpy as np
+    import pyarrow as pa
+
+    return {name: col.to_pylist() if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+            else np.asarray(col.to_numpy()) for name, col in zip(t.column_names, t.columns, strict=True)}  # fmt: skip
 
 
-def _per_interval_diff(df: pd.DataFrame, keys: list[str], col: str) -> pd.Series:
-    return df.groupby(keys, sort=False)[col].diff()
+def _bitmap(valid: np.ndarray) -> pa.Buffer | None:
+    import numpy as np
+    import pyarrow as pa
+
+    return None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
 
 
-def _enrich(tables: dict[str, pd.DataFrame], summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
+def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
+    """A column as an Arrow array, from its buffers (Arrow's columnar
+    layout). Text is large_string, as pandas wrote it; a nullable integer
+    column is null where the value is negative (or NaN)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(values, list):
+        encoded = [b"" if v is None else v.encode() for v in values]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
+        buffers = [_bitmap(valid), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+        return pa.Array.from_buffers(pa.large_string(), len(values), buffers)
+    a = np.ascontiguousarray(values)
+    validity = None
+    if nullable:
+        valid = a >= 0  # False for NaN
+        validity = _bitmap(valid)
+        a = np.where(valid, a, -1).astype(np.int64)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(a.dtype), len(a), [validity, pa.py_buffer(a)])
+
+
+def _nullable_meta(nullable: Sequence[str]) -> dict[bytes, bytes]:
+    """Schema metadata in pandas' documented Parquet format declaring
+    ``nullable`` integer columns as pandas ``Int64``, so ``pd.read_parquet``
+    and :class:`Result` give ``Int64`` (not float64) for them, as when pandas
+    wrote the files. Other columns take pandas' defaults."""
+    cols = [{"name": c, "field_name": c, "pandas_type": "int64", "numpy_type": "Int64", "metadata": None} for c in nullable]
+    doc = {"index_columns": [], "column_indexes": [], "columns": cols}
+    return {b"pandas": json.dumps(doc).encode()}
+
+
+def _arrow_table(name: str, cols: Columns) -> pa.Table:
+    import pyarrow as pa
+
+    nullable = NULLABLE.get(name, ())
+    arrays = [_arrow_array(v, c in nullable) for c, v in cols.items()]
+    return pa.Table.from_arrays(arrays, names=list(cols), metadata=_nullable_meta(nullable) if nullable else None)
+
+
+def _f64(values: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    return np.asarray(values, dtype=np.float64)
+
+
+def _per_interval_diff(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values[i]`` minus the value of the previous row with the same key;
+    NaN for each key's first row (pandas' ``groupby(keys).diff()``)."""
+    import numpy as np
+
+    values = _f64(values)
+    order = np.argsort(keys, kind="stable")
+    v, k = values[order], keys[order]
+    d = np.full(len(v), np.nan)
+    if len(v) > 1:
+        d[1:] = np.where(k[1:] == k[:-1], v[1:] - v[:-1], np.nan)
+    out = np.empty_like(d)
+    out[order] = d
+    return out
+
+
+def _group_codes(*cols: list[Any]) -> np.ndarray:
+    """One integer per distinct combination of the key columns' values."""
+    import numpy as np
+
+    codes: dict[tuple[Any, ...], int] = {}
+    return np.fromiter((codes.setdefault(k, len(codes)) for k in zip(*cols, strict=True)), dtype=np.int64, count=len(cols[0]))
+
+
+def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Columns]:
     """Add convenience columns (seconds, milliseconds, per-interval rates)."""
-    t = dict(tables)
+    import numpy as np
+
+    nan = float("nan")
+    t = {name: dict(cols) for name, cols in tables.items()}
     f = t.get("flows")
-    if f is not None and "base_rtt_ms" not in f:
-        f = f.copy()
-        f["base_rtt_ms"] = f["base_rtt_ns"] / 1e6
-        f["srtt_ms"] = f["srtt_ns"] / 1e6
-        f["size_bytes"] = _nullable(f["size_bytes"])
-        f["fct_ns"] = _nullable(f["fct_ns"])
-        f["fct_s"] = f["fct_ns"].astype("Float64") / 1e9
-        f["fct_s"] = f["fct_s"].astype(float)
-        t["flows"] = f
+    if f is not None:
+        f["base_rtt_ms"] = _f64(f["base_rtt_ns"]) / 1e6
+        f["srtt_ms"] = _f64(f["srtt_ns"]) / 1e6
+        fct = _f64(f["fct_ns"])
+        f["fct_s"] = np.where(fct >= 0, fct / 1e9, nan)  # -1: unbounded or unfinished
     q = t.get("queues")
-    if q is not None and "utilization" not in q:
-        q = q.copy()
+    if q is not None:
         by_name = {x["name"]: x for x in summary.get("queues", [])}
         util, drop_rate, mark_rate = [], [], []
         for name, sub in zip(q["queue"], q["subqueue"], strict=True):
             qs = by_name.get(name, {})
             stats = qs.get("subqueues", {}).get(sub, qs) if sub != "all" else qs
-            util.append(qs.get("utilization", np.nan))
-            drop_rate.append(stats.get("drop_rate", np.nan))
-            mark_rate.append(stats.get("mark_rate", np.nan))
-        q["utilization"] = np.asarray(util, dtype=float)
-        q["drop_rate"] = np.asarray(drop_rate, dtype=float)
-        q["mark_rate"] = np.asarray(mark_rate, dtype=float)
+            util.append(qs.get("utilization", nan))
+            drop_rate.append(stats.get("drop_rate", nan))
+            mark_rate.append(stats.get("mark_rate", nan))
+        q["utilization"] = _f64(util)
+        q["drop_rate"] = _f64(drop_rate)
+        q["mark_rate"] = _f64(mark_rate)
         for p in ("mean", "p50", "p90", "p99"):
-            q[f"sojourn_{p}_ms"] = q[f"sojourn_{p}_ns"] / 1e6
-        t["queues"] = q
+            q[f"sojourn_{p}_ms"] = _f64(q[f"sojourn_{p}_ns"]) / 1e6
     ts = t.get("flow_ts")
-    if ts is not None and "t_s" not in ts:
-        ts = ts.copy()
-        ts["t_s"] = ts["t_ns"] / 1e9
-        dt = _per_interval_diff(ts, ["flow"], "t_ns") / 1e9
-        ts["goodput_bps"] = _per_interval_diff(ts, ["flow"], "delivered_bytes") * 8 / dt
-        ts["srtt_ms"] = ts["srtt_ns"] / 1e6
-        if f is not None and len(f):
-            meta = f.set_index("id")[["label", "cc"]]
-            ts["label"] = meta["label"].reindex(ts["flow"].to_numpy()).to_numpy()
-            ts["cc"] = meta["cc"].reindex(ts["flow"].to_numpy()).to_numpy()
-        t["flow_ts"] = ts
+    if ts is not None:
+        flow = ts["flow"]
+        ts["t_s"] = _f64(ts["t_ns"]) / 1e9
+        dt = _per_interval_diff(flow, ts["t_ns"]) / 1e9
+        ts["goodput_bps"] = _per_interval_diff(flow, ts["delivered_bytes"]) * 8 / dt
+        ts["srtt_ms"] = _f64(ts["srtt_ns"]) / 1e6
+        if f is not None and len(f["id"]):
+            row_of = {fid: i for i, fid in enumerate(f["id"].tolist())}
+            rows = [row_of.get(fid) for fid in flow.tolist()]
+            for col in ("label", "cc"):  # the flow's, by id; null for an unknown id
+                ts[col] = [None if i is None else f[col][i] for i in rows]
     qt = t.get("queue_ts")
-    if qt is not None and "t_s" not in qt:
-        qt = qt.copy()
-        qt["t_s"] = qt["t_ns"] / 1e9
-        keys = ["queue", "subqueue"]
-        d_arr = _per_interval_diff(qt, keys, "arrived_pkts")
-        d_dep = _per_interval_diff(qt, keys, "departed_pkts")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            qt["drop_prob"] = (_per_interval_diff(qt, keys, "dropped_pkts") / d_arr.where(d_arr > 0)).astype(float)
-            qt["mark_prob"] = (_per_interval_diff(qt, keys, "marked_pkts") / d_dep.where(d_dep > 0)).astype(float)
-        t["queue_ts"] = qt
+    if qt is not None:
+        keys = _group_codes(qt["queue"], qt["subqueue"])
+        d = {c: _per_interval_diff(keys, qt[c]) for c in ("arrived_pkts", "departed_pkts", "dropped_pkts", "marked_pkts")}
+        qt["t_s"] = _f64(qt["t_ns"]) / 1e9
+        with np.errstate(divide="ignore", invalid="ignore"):  # no arrivals / departures in an interval: NaN
+            qt["drop_prob"] = d["dropped_pkts"] / np.where(d["arrived_pkts"] > 0, d["arrived_pkts"], nan)
+            qt["mark_prob"] = d["marked_pkts"] / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan)
     pr = t.get("probes")
-    if pr is not None and "t_s" not in pr:
-        pr = pr.copy()
-        pr["t_s"] = pr["t_ns"] / 1e9
-        t["probes"] = pr
+    if pr is not None:
+        pr["t_s"] = _f64(pr["t_ns"]) / 1e9
     sh = t.get("sojourn_hist")
-    if sh is not None and "hi_ms" not in sh:
-        sh = sh.copy()
-        sh["lo_ms"] = sh["lo_ns"] / 1e6
-        sh["hi_ms"] = sh["hi_ns"] / 1e6
-        t["sojourn_hist"] = sh
+    if sh is not None:
+        sh["lo_ms"] = _f64(sh["lo_ns"]) / 1e6
+        sh["hi_ms"] = _f64(sh["hi_ns"]) / 1e6
     return t
+
+
+#: A column each table gets from :func:`_enrich`: present means enriched
+#: (a table read back from Parquet, or given as a saved DataFrame). Other
+#: tables (sojourn_samples) get nothing.
+_ENRICHED_BY = {"flows": "base_rtt_ms", "queues": "utilization", "flow_ts": "t_s", "queue_ts": "t_s",
+                "probes": "t_s", "sojourn_hist": "hi_ms"}  # fmt: skip
 
 
 class Result:
@@ -170,16 +256,35 @@ class Result:
     and sub-queue), ``timeseries`` (per flow per sampling interval),
     ``queue_timeseries``, ``probes`` (AQM/CC internal values over time),
     ``sojourn_hist`` and ``sojourn_samples``. Columns: docs/results.md.
+
+    The tables are held as Arrow tables; each DataFrame (and pandas itself)
+    is built on first access, so running and saving never import pandas.
     """
 
-    def __init__(self, summary: dict[str, Any], tables: dict[str, pd.DataFrame]):
+    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame | Columns]):
+        """``tables``: name -> Arrow table, DataFrame or columns, as the
+        engine gives them or with the added columns (as saved)."""
+        import pyarrow as pa
+
         self.summary = summary
-        self.tables = _enrich(tables, summary)
+        self._arrow: dict[str, pa.Table] = {}
+        raw: dict[str, Columns] = {}
+        for name, t in tables.items():
+            if not isinstance(t, (pa.Table, dict)):  # a DataFrame
+                t = pa.Table.from_pandas(t, preserve_index=False)
+            added = _ENRICHED_BY.get(name)
+            if added is None or added in (t if isinstance(t, dict) else t.column_names):  # nothing to add
+                self._arrow[name] = t if isinstance(t, pa.Table) else _arrow_table(name, t)
+            else:
+                raw[name] = t if isinstance(t, dict) else _table_columns(t)
+        if raw:
+            self._arrow.update({name: _arrow_table(name, cols) for name, cols in _enrich(raw, summary).items()})
+        self._frames: dict[str, pd.DataFrame] = {}
 
     @classmethod
     def _from_engine(cls, raw: dict[str, Any], normalized: dict[str, Any]) -> Result:
         engine_summary = json.loads(raw["summary"])
-        tables = {name: _frame(cols) for name, cols in raw["tables"].items()}
+        tables = {name: _engine_columns(cols) for name, cols in raw["tables"].items()}
         return cls(build_summary(engine_summary, normalized), tables)
 
     # -- summary views -------------------------------------------------------
@@ -208,7 +313,20 @@ class Result:
     # -- tables ----------------------------------------------------------------
 
     def _table(self, name: str) -> pd.DataFrame:
-        return self.tables.get(name, pd.DataFrame())
+        df = self._frames.get(name)
+        if df is None:
+            t = self._arrow.get(name)
+            if t is None:
+                import pandas as pd
+
+                return pd.DataFrame()
+            df = self._frames[name] = t.to_pandas()
+        return df
+
+    @property
+    def tables(self) -> Mapping[str, pd.DataFrame]:
+        """Every table the run has, by name (see :data:`TABLES`), as DataFrames."""
+        return _Frames(self)
 
     @property
     def flows(self) -> pd.DataFrame:
@@ -256,42 +374,57 @@ class Result:
         out = Path(out_dir)
         written = []
         for name in TABLES:
-            if name in self.tables:
-                path = out / f"{name}.parquet"
-                buf = _parquet_bytes(self.tables[name])
-                written.append(atomic_write_bytes(path, buf))
+            if name in self._arrow:
+                written.append(atomic_write_bytes(out / f"{name}.parquet", _arrow_parquet_bytes(self._arrow[name])))
         return written
 
     def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True, report: bool = True) -> dict[str, Any]:
         """Write ``summary.json``, ``scenario.toml``, the tables as Parquet,
-        PNG plots in ``plots/`` and ``report.html``. Each file is written to a
-        temporary name and renamed, so an earlier result is only ever
-        replaced by a complete new file. Returns the paths written."""
+        PNG plots in ``plots/`` and ``report.html`` (a report implies the
+        plots). Each file is written to a temporary name and renamed, so an
+        earlier result is only ever replaced by a complete new file; plots
+        and a report of an earlier save that this one does not write are
+        removed, so the directory never mixes two runs. Returns the paths
+        written."""
         out = Path(out_dir)
         files: dict[str, Any] = {}
         files["summary"] = atomic_write_text(out / "summary.json", self.summary_json())
         files["scenario"] = atomic_write_text(out / "scenario.toml", dump_toml(self.summary["scenario"]))
         files["tables"] = self.to_parquet(out)
-        figures: dict[str, Path] = {}
         if plots or report:
-            figures = self.plot.save_all(out / "plots")
-            files["plots"] = list(figures.values())
+            files.update(self.save_plots(out, report=report))
+        else:
+            _remove_plots(out, keep=set())
+        if not report:
+            (out / "report.html").unlink(missing_ok=True)
+        return files
+
+    def save_plots(self, out_dir: str | os.PathLike[str], *, report: bool = False) -> dict[str, Any]:
+        """Write the PNG plots in ``out_dir/plots`` and, with ``report``,
+        ``out_dir/report.html``; ``aqmlab report DIR`` does this for a saved
+        run. Returns ``{"plots": [paths], "report": path}``."""
+        out = Path(out_dir)
+        figures = self.plot.save_all(out / "plots")
+        files: dict[str, Any] = {"plots": list(figures.values())}
         if report:
             from aqmlab.report import write_report
 
             files["report"] = write_report(self, out / "report.html", figures)
+        _remove_plots(out, keep=set(figures))
         return files
 
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Result:
         """Read a result written by :meth:`save`."""
+        import pyarrow.parquet as pq
+
         out = Path(out_dir)
         summary = json.loads((out / "summary.json").read_text())
         tables = {}
         for name in TABLES:
             p = out / f"{name}.parquet"
             if p.exists():
-                tables[name] = pd.read_parquet(p)
+                tables[name] = pq.read_table(p)
         return cls(summary, tables)
 
     def __repr__(self) -> str:
@@ -302,7 +435,47 @@ class Result:
         )
 
 
+#: Names of the PNGs in ``plots/`` (aqmlab.plots.PLOTS, which imports matplotlib).
+PLOT_NAMES = ("goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct")
+
+
+def _remove_plots(out: Path, keep: set[str]) -> None:
+    """Remove plots of an earlier save in ``out`` except ``keep``: they would
+    show another run (e.g. an fct.png after a run without finite flows)."""
+    for name in PLOT_NAMES:
+        if name not in keep:
+            (out / "plots" / f"{name}.png").unlink(missing_ok=True)
+
+
+class _Frames(Mapping[str, "pd.DataFrame"]):
+    """``Result.tables``: name -> DataFrame, each converted on first access."""
+
+    def __init__(self, result: Result):
+        self._r = result
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._r._arrow:
+            raise KeyError(name)
+        return self._r._table(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._r._arrow)
+
+    def __len__(self) -> int:
+        return len(self._r._arrow)
+
+
+def _arrow_parquet_bytes(t: pa.Table) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(t, sink)
+    return bytes(sink.getvalue())
+
+
 def _parquet_bytes(df: pd.DataFrame) -> bytes:
+    """A DataFrame as Parquet (sweeps and reproductions)."""
     import io
 
     buf = io.BytesIO()
