@@ -21,3 +21,13 @@ fn goodput_agrees_with_link_utilization_for_a_single_flow() {
     assert!(delivered.windows(2).all(|w| w[1] >= w[0]));
     assert_eq!(*delivered.last().unwrap() as u64, flow(&r, 0)["bytes"].as_u64().unwrap());
 }
+
+/// The per-flow memory budget (at most 2 kB per flow beyond the packets in
+/// flight) is mostly the flow record: state that only some flows use
+/// (BBRv2's controller, its delivery-rate sampler) lives behind a box so it
+/// does not size every record (docs/performance.md, "Scaling").
+#[test]
+fn a_flow_record_stays_under_one_kilobyte() {
+    let bytes = std::mem::size_of::<aqmlab_engine::world::Flow>();
+    assert!(bytes <= 1000, "a flow record is {bytes} bytes (was 936 when this test was written)");
+}

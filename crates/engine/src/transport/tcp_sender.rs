@@ -96,15 +96,16 @@ pub struct TcpSender {
     cwnd_limited: bool,
     // Delivery accounting (for rate samples and invariants).
     delivered: u64,
-    /// Delivery-rate sampling, only for controllers that ask for it.
-    rate: Option<RateSampler>,
+    /// Delivery-rate sampling, only for controllers that ask for it (BBRv2);
+    /// boxed so that the other senders' records do not carry its 150 bytes.
+    rate: Option<Box<RateSampler>>,
     pub stats: SenderStats,
 }
 
 impl TcpSender {
     pub fn new(spec: SenderSpec, cfg: &TcpConfig) -> Self {
         let mss = cfg.mss_bytes();
-        let rate = spec.cc.wants_rate_samples().then(RateSampler::new);
+        let rate = spec.cc.wants_rate_samples().then(|| Box::new(RateSampler::new()));
         TcpSender {
             flow: spec.flow,
             cc: spec.cc,
