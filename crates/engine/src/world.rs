@@ -12,7 +12,7 @@ use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
 use crate::net::packet::{Packet, PacketKind};
-use crate::net::route::{Hop, Routes, Stage};
+use crate::net::route::{self, Hop, Routes, Stage};
 use crate::net::topology::{Attach, QueueOptions, Topology};
 use crate::ppv::marker::PvMarker;
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};
@@ -309,11 +309,13 @@ impl World {
         } else {
             0
         };
-        let fwd_route = self.routes.add(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
-        let rev_route = self.routes.add(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
-        if self.lookahead && matches!(self.routes.stage(rev_route, 0), Some(Stage::Line(_))) {
-            self.routes.make_sink_line(fwd_route);
+        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
+        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
+        if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
+            route::make_sink_line(&mut fwd);
         }
+        let fwd_route = self.routes.intern(fwd);
+        let rev_route = self.routes.intern(rev);
         let (source, sink) = match rate_based {
             Some((rate, size)) if info.cc.as_ref() == "qcn" => (
                 Source::Qcn(QcnSource::build(id, rate, size, &info, params, self.seed)?),

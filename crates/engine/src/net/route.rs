@@ -6,10 +6,12 @@
 //! run of pure delay between queues (the propagation delay of the link just
 //! left plus every following rate-less link).
 //! Lines with equal delay are shared; each needs at most one pending event.
+//! Routes with equal stages are shared too: the ten thousand flows of a
+//! dumbbell use two routes, so looking a stage up stays in cache.
 
 use super::delay_line::DelayLine;
 use super::link::Link;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One element of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +22,7 @@ pub enum Hop {
     Delay(u64),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stage {
     Queue(u32),
     Line(u32),
@@ -30,12 +32,14 @@ pub enum Stage {
     SinkLine(u32),
 }
 
-/// All routes, flattened (one allocation, cache-friendly lookups).
+/// All routes, flattened (one allocation, cache-friendly lookups), each
+/// distinct stage list stored once.
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     stages: Vec<Stage>,
     start: Vec<u32>,
     len: Vec<u8>,
+    ids: HashMap<Vec<Stage>, u32>,
 }
 
 /// The delay line of `delay_ns` whose packets cross the rate-less random-loss
@@ -52,47 +56,75 @@ pub fn shared_line(
     })
 }
 
-impl Routes {
-    /// Compile `hops` and register the route. Delay lines are shared by
-    /// every route with the same delay and random-loss links (`line_index`).
-    pub fn add(
-        &mut self,
-        hops: &[Hop],
-        links: &[Link],
-        lines: &mut Vec<DelayLine>,
-        line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
-    ) -> u32 {
-        let start = self.stages.len() as u32;
-        let mut acc_ns = 0u64;
-        let mut lossy: Vec<u32> = vec![];
-        let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
-            if *acc > 0 || !lossy.is_empty() {
-                let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
-                stages.push(Stage::Line(id));
-            }
-            *acc = 0;
-        };
-        for &h in hops {
-            match h {
-                Hop::Delay(d) => acc_ns += d,
-                Hop::Link(l) => {
-                    let link = &links[l as usize];
-                    if link.queue.is_some() {
-                        flush(&mut acc_ns, &mut lossy, &mut self.stages);
-                        self.stages.push(Stage::Queue(l));
-                    } else if link.loss > 0.0 || link.mark > 0.0 {
-                        lossy.push(l);
-                    }
-                    acc_ns += link.delay_ns;
+/// Compile `hops` into the stages a packet visits. Delay lines are shared
+/// by every route with the same delay and random-loss links (`line_index`).
+pub fn compile(
+    hops: &[Hop],
+    links: &[Link],
+    lines: &mut Vec<DelayLine>,
+    line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
+) -> Vec<Stage> {
+    let mut stages = vec![];
+    let mut acc_ns = 0u64;
+    let mut lossy: Vec<u32> = vec![];
+    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
+        if *acc > 0 || !lossy.is_empty() {
+            let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
+            stages.push(Stage::Line(id));
+        }
+        *acc = 0;
+    };
+    for &h in hops {
+        match h {
+            Hop::Delay(d) => acc_ns += d,
+            Hop::Link(l) => {
+                let link = &links[l as usize];
+                if link.queue.is_some() {
+                    flush(&mut acc_ns, &mut lossy, &mut stages);
+                    stages.push(Stage::Queue(l));
+                } else if link.loss > 0.0 || link.mark > 0.0 {
+                    lossy.push(l);
                 }
+                acc_ns += link.delay_ns;
             }
         }
-        flush(&mut acc_ns, &mut lossy, &mut self.stages);
-        let n = self.stages.len() as u32 - start;
-        assert!(n < 256, "a route may have at most 255 stages");
-        self.start.push(start);
-        self.len.push(n as u8);
-        self.start.len() as u32 - 1
+    }
+    flush(&mut acc_ns, &mut lossy, &mut stages);
+    stages
+}
+
+/// Turn a route's final line into a [`Stage::SinkLine`] (the caller checked
+/// that the reply path starts with a pure delay).
+pub fn make_sink_line(stages: &mut [Stage]) {
+    if let Some(last) = stages.last_mut() {
+        if let Stage::Line(d) = *last {
+            *last = Stage::SinkLine(d);
+        }
+    }
+}
+
+impl Routes {
+    /// The id of the route with these stages, registered on first use.
+    pub fn intern(&mut self, stages: Vec<Stage>) -> u32 {
+        if let Some(&id) = self.ids.get(&stages) {
+            return id;
+        }
+        assert!(stages.len() < 256, "a route may have at most 255 stages");
+        let id = self.start.len() as u32;
+        self.start.push(self.stages.len() as u32);
+        self.len.push(stages.len() as u8);
+        self.stages.extend_from_slice(&stages);
+        self.ids.insert(stages, id);
+        id
+    }
+
+    /// Number of distinct routes.
+    pub fn len(&self) -> usize {
+        self.start.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.start.is_empty()
     }
 
     /// The stage at `hop` along `route`, or None at the end of the route.
@@ -106,27 +138,30 @@ impl Routes {
         }
     }
 
-    /// Turn the route's final line into a [`Stage::SinkLine`] (the caller
-    /// checked that the reply path starts with a pure delay).
-    pub fn make_sink_line(&mut self, route: u32) -> bool {
-        let r = route as usize;
-        let n = self.len[r] as usize;
-        if n == 0 {
-            return false;
-        }
-        let last = &mut self.stages[self.start[r] as usize + n - 1];
-        match *last {
-            Stage::Line(d) => {
-                *last = Stage::SinkLine(d);
-                true
-            }
-            _ => false,
-        }
-    }
-
     pub fn stages_of(&self, route: u32) -> &[Stage] {
         let r = route as usize;
         let s = self.start[r] as usize;
         &self.stages[s..s + self.len[r] as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_stage_lists_share_one_route_and_a_sink_line_makes_another() {
+        let mut routes = Routes::default();
+        let a = routes.intern(vec![Stage::Queue(0), Stage::Line(1)]);
+        let b = routes.intern(vec![Stage::Queue(0), Stage::Line(1)]);
+        let mut to_sink = vec![Stage::Queue(0), Stage::Line(1)];
+        make_sink_line(&mut to_sink);
+        let c = routes.intern(to_sink);
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(routes.len(), 2);
+        assert_eq!(routes.stages_of(c), &[Stage::Queue(0), Stage::SinkLine(1)]);
+        assert_eq!(routes.stage(a, 1), Some(Stage::Line(1)));
+        assert_eq!(routes.stage(a, 2), None);
     }
 }

@@ -62,7 +62,7 @@ impl World {
         if let Some(r) = self.feedback_route {
             return r;
         }
-        let r = self.routes.add(&[], &self.links, &mut self.lines, &mut self.line_index);
+        let r = self.routes.intern(vec![]);
         self.feedback_route = Some(r);
         r
     }
