@@ -2,7 +2,7 @@
 //! simulation logic here. A Rust panic becomes a Python `RuntimeError`.
 
 use aqmlab_engine::metrics::Column;
-use aqmlab_engine::{aqm, cc, scenario, World};
+use aqmlab_engine::{scenario, World};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -112,25 +112,7 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
 /// Names, summaries and default parameters of every AQM and congestion control (JSON text).
 #[pyfunction]
 fn registry() -> PyResult<String> {
-    let env = aqm::QdiscEnv {
-        link_rate_bps: 100_000_000,
-        mtu_bytes: 1500,
-        limit: aqm::QueueLimit { pkts: Some(1000), bytes: None },
-    };
-    let mut aqms = serde_json::Map::new();
-    for e in aqm::REGISTRY {
-        let (_, defaults) = (e.build)(&serde_json::Value::Null, &env).map_err(PyRuntimeError::new_err)?;
-        aqms.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults}));
-    }
-    let mut ccs = serde_json::Map::new();
-    for e in cc::REGISTRY {
-        let (_, defaults) = (e.build)(&serde_json::Value::Null).map_err(PyRuntimeError::new_err)?;
-        ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
-    }
-    // Rate-based sources with parameters (a flow's cc may also be "udp", which has none).
-    let (summary, defaults) = aqmlab_engine::transport::qcn_rp::registry_entry();
-    ccs.insert("qcn".into(), serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}));
-    Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": aqmlab_engine::transport::EcnSetting::NAMES}).to_string())
+    scenario::registry().map(|r| r.to_string()).map_err(PyRuntimeError::new_err)
 }
 
 /// Deliberately panic inside the engine (tests check it surfaces as an exception).

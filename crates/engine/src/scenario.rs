@@ -369,6 +369,28 @@ pub fn is_rate_based(cc_name: &str) -> bool {
     RATE_BASED_SOURCES.contains(&cc_name)
 }
 
+/// Everything a scenario can name, with its summary and default parameters:
+/// `{"aqm": {name: {summary, defaults}}, "cc": {name: {summary, defaults,
+/// default_ecn}}, "ecn": [...]}`. The `cc` table lists the congestion
+/// controls and the `qcn` source (`udp` takes no parameters). AQM defaults
+/// that depend on the link are shown for 100 Mbit/s and 1500-byte packets.
+pub fn registry() -> Result<Value, String> {
+    let env = aqm::QdiscEnv { link_rate_bps: 100_000_000, mtu_bytes: 1500, limit: aqm::QueueLimit { pkts: Some(1000), bytes: None } };
+    let mut aqms = serde_json::Map::new();
+    for e in aqm::REGISTRY {
+        let (_, defaults) = (e.build)(&Value::Null, &env)?;
+        aqms.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults}));
+    }
+    let mut ccs = serde_json::Map::new();
+    for e in cc::REGISTRY {
+        let (_, defaults) = (e.build)(&Value::Null)?;
+        ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
+    }
+    let (summary, defaults) = crate::transport::qcn_rp::registry_entry();
+    ccs.insert("qcn".into(), serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}));
+    Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": EcnSetting::NAMES}))
+}
+
 /// Names a flow's `cc` may take.
 pub fn flow_cc_names() -> Vec<&'static str> {
     let mut v = cc::cc_names();
@@ -718,6 +740,23 @@ mod tests {
             "bottleneck": {"rate": "10Mbps", "aqm": "fifo"},
             "flows": [{"cc": "reno", "rtt": "20ms"}]
         })
+    }
+
+    #[test]
+    fn the_registry_lists_every_name_a_scenario_accepts_with_defaults_that_validate() {
+        let reg = registry().unwrap();
+        let listed: Vec<&str> = reg["cc"].as_object().unwrap().keys().map(String::as_str).chain(["udp"]).collect();
+        let mut accepted = flow_cc_names();
+        accepted.sort_unstable();
+        let mut listed_sorted = listed.clone();
+        listed_sorted.sort_unstable();
+        assert_eq!(listed_sorted, accepted);
+        let aqms: Vec<&str> = reg["aqm"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(aqms.len(), aqm::REGISTRY.len());
+        // Each source's listed defaults, given back as its params, are accepted.
+        let mut v = base();
+        v["flows"] = serde_json::json!([{"cc": "qcn", "rtt": "20ms", "rate": "5Mbps", "params": reg["cc"]["qcn"]["defaults"].clone()}]);
+        parse(&v.to_string()).unwrap();
     }
 
     fn err(v: Value) -> String {
