@@ -74,3 +74,17 @@ def test_metric_sets_change_the_cost_not_the_simulation(tmp_path: Path) -> None:
     assert [w[2] for w in work.values()] == ["default", "off", "samples"]
     proc = cli("bench", "--metrics", "all", cwd=tmp_path)
     assert proc.returncode == 2 and "--metrics" in proc.stderr and "default" in proc.stderr
+
+
+def test_repeats_are_interleaved_and_report_their_range(tmp_path: Path) -> None:
+    """Round 1 runs every scenario once, then round 2: a slow spell of a
+    shared machine hits all scenarios alike. Each result gives the range of
+    its runs and the hypervisor's steal share (None off Linux)."""
+    proc = cli("bench", "--json", "--only", "A-10", "--only", "C-10", "--repeat", "2", "--duration", "20ms", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    order = [line.split(" run ")[0] for line in proc.stderr.splitlines() if " run " in line]
+    assert order == ["A-10", "C-10", "A-10", "C-10"]
+    for r in json.loads(proc.stdout):
+        assert r["repeat"] == 2
+        assert r["pkts_per_s_min"] <= r["pkts_per_s"] <= r["pkts_per_s_max"]
+        assert r["steal_pct"] is None or 0 <= r["steal_pct"] <= 100

@@ -20,6 +20,14 @@ measure of its event loop (``perf.wall_s``: no start-up, no result
 conversion). With ``--repeat N`` the median of N runs is reported; the work
 counts (events, bottleneck packets) must be identical across repeats, and a
 difference is reported as an error (the engine is deterministic).
+
+Repeats are interleaved (round 1 runs every scenario once, then round 2,
+...), so a slow spell of a shared machine hits every scenario alike and
+ratios between scenarios stay meaningful. Each result also gives the range
+of its runs (``pkts_per_s_min``, ``pkts_per_s_max``) and, on Linux, the share
+of CPU time the hypervisor took from this machine while they ran
+(``steal_pct``, from ``/proc/stat``): a high share says the wall times are
+disturbed, not the engine slower.
 """
 
 from __future__ import annotations
@@ -112,15 +120,29 @@ def run_child(name: str, duration: str | None, metrics: str = "default") -> dict
     return {"name": name, **perf}
 
 
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(steal, total) CPU ticks of the whole machine so far (Linux), else None."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal [guest guest_nice]: guest
+    # time is already counted in user and nice.
+    return (fields[7], sum(fields[:8])) if len(fields) >= 8 else None
+
+
 def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
     import subprocess  # here, not at the top: the CLI imports this module at start-up (METRICS)
 
     cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name, "--metrics", metrics]
     if duration:
         cmd += ["--duration", duration]
+    before = _cpu_ticks()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
     _, status, usage = os.wait4(proc.pid, 0)
+    after = _cpu_ticks()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode}): {err.decode().strip()[-2000:]}")
@@ -128,37 +150,58 @@ def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
     scale = 1 if sys.platform == "darwin" else 1024
     doc["peak_rss_mb"] = usage.ru_maxrss * scale / 1e6
+    doc["steal_pct"] = None
+    if before and after and after[1] > before[1]:
+        doc["steal_pct"] = 100 * (after[0] - before[0]) / (after[1] - before[1])
     return doc
 
 
 def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
           log: Any = None, metrics: str = "default") -> list[dict[str, Any]]:  # fmt: skip
-    """Run the benchmarks; one result per scenario (median over ``repeat``)."""
+    """Run the benchmarks; one result per scenario (median over ``repeat``,
+    the repeats interleaved across scenarios)."""
     import statistics
 
-    results = []
+    todo = []
     for name in names or list(SCENARIOS):
         why = requirement(name)
         if why:
             if log:
                 log(f"{name}: skipped ({why})")
-            continue
-        runs = [_run_once(name, duration, metrics) for _ in range(max(1, repeat))]
-        work = {(r["events"], r["bottleneck_packets"]) for r in runs}
+        else:
+            todo.append(name)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in todo}
+    rounds = max(1, repeat)
+    for i in range(rounds):
+        for name in todo:
+            r = _run_once(name, duration, metrics)
+            runs[name].append(r)
+            if log:
+                rate = r["bottleneck_packets"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")
+                log(f"{name} run {i + 1}/{rounds}: {rate / 1e6:.2f} M pkt/s")
+    results = []
+    for name in todo:
+        rs = runs[name]
+        work = {(r["events"], r["bottleneck_packets"]) for r in rs}
         if len(work) != 1:
             raise RuntimeError(f"benchmark {name}: work counts differ across repeats {sorted(work)} (non-determinism)")
-        wall = statistics.median(r["wall_s"] for r in runs)
-        r0 = runs[0]
+        wall = statistics.median(r["wall_s"] for r in rs)
+        r0 = rs[0]
+        pkts = r0["bottleneck_packets"]
+        steal = [r["steal_pct"] for r in rs if r["steal_pct"] is not None]
         results.append({
             "name": name,
             "sim_s": r0["sim_s"],
-            "bottleneck_packets": r0["bottleneck_packets"],
+            "bottleneck_packets": pkts,
             "events": r0["events"],
             "wall_s": wall,
-            "pkts_per_s": r0["bottleneck_packets"] / wall if wall > 0 else None,
+            "pkts_per_s": pkts / wall if wall > 0 else None,
             "events_per_s": r0["events"] / wall if wall > 0 else None,
-            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
-            "repeat": len(runs),
+            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+            "pkts_per_s_min": pkts / max(r["wall_s"] for r in rs) if wall > 0 else None,
+            "pkts_per_s_max": pkts / min(r["wall_s"] for r in rs) if min(r["wall_s"] for r in rs) > 0 else None,
+            "steal_pct": statistics.median(steal) if steal else None,
+            "repeat": len(rs),
             "metrics": metrics,
         })  # fmt: skip
     return results
@@ -195,11 +238,14 @@ def cli_bench(args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
         return 0
     t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics})", title_justify="left")
-    for h in ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB"):
+    heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB", "pkts/s range", "steal %")
+    for h in heads:
         t.add_column(h, justify="left" if h == "scenario" else "right")
     for r in results:
+        spread = f"{r['pkts_per_s_min'] / 1e6:.2f}-{r['pkts_per_s_max'] / 1e6:.2f} M" if r["pkts_per_s_max"] else "-"
+        steal = "-" if r["steal_pct"] is None else f"{r['steal_pct']:.1f}"
         t.add_row(r["name"], f"{r['sim_s']:g}", f"{r['bottleneck_packets']:,}", f"{r['events']:,}", f"{r['wall_s']:.3f}",
-                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['peak_rss_mb']:.1f}")  # fmt: skip
+                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['peak_rss_mb']:.1f}", spread, steal)  # fmt: skip
     out_c.print(t)
     return 0
 
