@@ -375,7 +375,7 @@ class Result:
         written = []
         for name in TABLES:
             if name in self._arrow:
-                written.append(atomic_write_bytes(out / f"{name}.parquet", _arrow_parquet_bytes(self._arrow[name])))
+                written.append(atomic_write_bytes(out / f"{name}.parquet", _parquet_bytes(self._arrow[name])))
         return written
 
     def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True, report: bool = True) -> dict[str, Any]:
@@ -465,19 +465,14 @@ class _Frames(Mapping[str, "pd.DataFrame"]):
         return len(self._r._arrow)
 
 
-def _arrow_parquet_bytes(t: pa.Table) -> bytes:
+def _parquet_bytes(table: pa.Table | pd.DataFrame) -> bytes:
+    """A table as Parquet: an Arrow table (a run's tables), or a DataFrame
+    (sweeps and reproductions), converted as ``DataFrame.to_parquet`` does."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if not isinstance(table, pa.Table):
+        table = pa.Table.from_pandas(table, preserve_index=False)
     sink = pa.BufferOutputStream()
-    pq.write_table(t, sink)
+    pq.write_table(table, sink)
     return bytes(sink.getvalue())
-
-
-def _parquet_bytes(df: pd.DataFrame) -> bytes:
-    """A DataFrame as Parquet (sweeps and reproductions)."""
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()
