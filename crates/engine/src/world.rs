@@ -144,6 +144,9 @@ pub struct World {
     topology: Topology,
     workloads: Vec<WorkloadGen>,
     scratch: Vec<Packet>,
+    /// A receiver's replies: receivers may run inside a source's event
+    /// (departure lookahead), while `scratch` holds the source's packets.
+    sink_scratch: Vec<Packet>,
     tcp: TcpConfig,
     lookahead: bool,
     /// The empty route feedback packets travel on (created on first use; see `feedback.rs`).
@@ -173,7 +176,12 @@ impl World {
             histograms: s.metrics.sojourn_histograms,
             sample_every: s.metrics.sojourn_samples_every,
         };
-        let (topology, links) = Topology::build(s, opt)?;
+        let (topology, mut links) = Topology::build(s, opt)?;
+        if s.engine.lookahead {
+            for (i, l) in links.iter_mut().enumerate() {
+                l.enable_departure_lookahead(topology.rate_changes.iter().any(|c| c.1 as usize == i));
+            }
+        }
         let mut w = World {
             now_ns: 0,
             end_ns: s.duration_ns,
@@ -189,6 +197,7 @@ impl World {
             topology,
             workloads: vec![],
             scratch: Vec::with_capacity(64),
+            sink_scratch: Vec::with_capacity(64),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
             feedback_route: None,
@@ -389,6 +398,7 @@ impl World {
         }
         let end = self.end_ns;
         self.now_ns = end;
+        self.start_due_transmissions();
         for f in &mut self.flows {
             f.delivered_at_end = f.delivered_bytes_at(end);
         }
@@ -511,6 +521,12 @@ impl World {
                 pkt.hop += 1;
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
+                if q.departs_on_arrival() {
+                    if let Some((leaves_ns, pkt)) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
+                        self.forward_ahead(pkt, leaves_ns);
+                    }
+                    return;
+                }
                 if q.arrive(now, pkt, &mut self.flow_counters) {
                     if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
                         self.events.schedule(done, Event::LinkTxDone(l));
@@ -536,6 +552,47 @@ impl World {
                 }
                 let arrival = now + self.lines[d as usize].delay_ns;
                 self.deliver_to_sink(&pkt, arrival);
+            }
+        }
+    }
+
+    /// A packet that leaves a queue with departure lookahead at `leaves_ns`
+    /// (now or later) enters the line that follows the queue (see
+    /// `route::compile`) as if it left then.
+    #[inline]
+    fn forward_ahead(&mut self, mut pkt: Packet, leaves_ns: u64) {
+        if leaves_ns > self.end_ns {
+            return; // still on the wire at the end, as its departure event would not run
+        }
+        match self.routes.stage(pkt.route, pkt.hop) {
+            Some(Stage::Line(d)) => {
+                pkt.hop += 1;
+                if !self.random_losses(d as usize, &mut pkt) {
+                    return;
+                }
+                if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt) {
+                    self.events.schedule(at, Event::LineArrival(d));
+                }
+            }
+            Some(Stage::SinkLine(d)) => {
+                pkt.hop += 1;
+                if !self.random_losses(d as usize, &mut pkt) {
+                    return;
+                }
+                let arrival = leaves_ns + self.lines[d as usize].delay_ns;
+                self.deliver_to_sink(&pkt, arrival);
+            }
+            other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
+        }
+    }
+
+    /// Departure lookahead: settle every transmission started by now (before
+    /// counters, backlogs or histograms are read).
+    fn start_due_transmissions(&mut self) {
+        let now = self.now_ns;
+        for l in &mut self.links {
+            if let Some(q) = &mut l.queue {
+                q.start_due(now);
             }
         }
     }
@@ -588,7 +645,7 @@ impl World {
     fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
         let f = pkt.flow as usize;
         let now = self.now_ns;
-        let mut out = std::mem::take(&mut self.scratch);
+        let mut out = std::mem::take(&mut self.sink_scratch);
         let flow = &mut self.flows[f];
         if arrival_ns > self.next_checkpoint_ns {
             flow.delivered_bytes_at(now); // drop entries that have arrived
@@ -616,7 +673,7 @@ impl World {
                 _ => self.forward(p),
             }
         }
-        self.scratch = out;
+        self.sink_scratch = out;
         self.sync_sink_timer(f);
     }
 
@@ -760,6 +817,7 @@ impl World {
 
     fn on_warmup_end(&mut self) {
         let now = self.now_ns;
+        self.start_due_transmissions();
         for f in &mut self.flows {
             f.delivered_at_warmup = f.delivered_bytes_at(now);
         }
@@ -773,6 +831,7 @@ impl World {
 
     fn on_sample(&mut self) {
         let t = self.now_ns;
+        self.start_due_transmissions();
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];
             if f.sampled_done || t < f.info.start_ns {
@@ -797,7 +856,7 @@ impl World {
                 s.t_ns.push(t);
                 s.queue.push(l.name.clone());
                 s.subqueue.push(sub.to_string());
-                s.backlog_pkts.push(q.qdisc.subqueue_len_pkts(k) as u64);
+                s.backlog_pkts.push(q.subqueue_backlog_pkts(k) as u64);
                 s.arrived_pkts.push(c.arrived_pkts);
                 s.departed_pkts.push(c.departed_pkts);
                 s.dropped_pkts.push(c.drops());

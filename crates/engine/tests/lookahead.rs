@@ -1,5 +1,6 @@
-//! The event-saving shortcuts (receiver lookahead, source clock shift) must
-//! not change what is simulated: results with and without them agree.
+//! The event-saving shortcuts (receiver lookahead, source clock shift,
+//! departure lookahead) must not change what is simulated: results with and
+//! without them agree.
 //!
 //! Both schedules break ties between events at the same nanosecond by the order
 //! in which they were scheduled, and the shortcuts schedule fewer events, so
@@ -17,7 +18,7 @@ fn both(mut s: Value) -> (aqmlab_engine::Results, aqmlab_engine::Results) {
 }
 
 fn assert_same(a: &aqmlab_engine::Results, b: &aqmlab_engine::Results) {
-    for name in ["flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes"] {
+    for name in ["flows", "queues", "sojourn_hist", "sojourn_samples", "flow_ts", "queue_ts", "probes"] {
         // Compared as text so that NaN (a flow without a goodput) equals NaN.
         assert_eq!(format!("{:?}", a.table(name)), format!("{:?}", b.table(name)), "table {name} differs");
     }
@@ -105,4 +106,72 @@ fn lookahead_gives_identical_results_with_qcn_feedback() {
     let sent = (0..owner.len()).filter(|&i| owner[i] == "bottleneck" && probe[i] == "cnms").map(|i| value[i]).fold(0.0, f64::max);
     assert!(sent > 100.0, "the congestion point sent {sent} CNMs");
     assert_same(&a, &b);
+}
+
+/// End-of-transmission events run: with departure lookahead, the queues that
+/// decide on arrival need none.
+fn tx_done_events(r: &aqmlab_engine::Results) -> u64 {
+    r.summary()["perf"]["events_by_kind"]["link_tx_done"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn departure_lookahead_gives_identical_results_on_a_step_dumbbell() {
+    // Step marking (dropping Not-ECT above K) and tail drops decide on
+    // arrival, so every packet's departure is known then. A FIFO reverse
+    // queue takes the ACKs; warm-up, samples, sojourn histograms and raw
+    // sojourn samples are all settled lazily and must match to the packet.
+    let s = json!({
+        "duration": "8s", "warmup": "1500000007ns", "seed": 3,
+        "bottleneck": {"rate": "49999991bps", "buffer": "40pkt", "aqm": "step", "delay": "500009ns",
+                       "params": {"threshold": "17pkt", "drop_non_ect": true},
+                       "reverse": {"rate": "1500007bps", "buffer": "25pkt"}},
+        "flows": [
+            {"cc": "dctcp", "rtt": "5000011ns", "count": 3, "start_jitter": "11ms"},
+            {"cc": "cubic", "rtt": "17000023ns", "ecn": "off"},
+            {"cc": "reno", "rtt": "29000039ns", "ecn": "classic", "stop": "6000000013ns"},
+            {"cc": "udp", "rtt": "7000057ns", "rate": "3000017bps", "start": "2000000011ns"}
+        ],
+        "workloads": [{"kind": "web", "rate": "7/s", "size": {"dist": "pareto", "min": "3KB", "max": "300KB", "shape": 1.3},
+                       "cc": "dctcp", "rtt": "11000071ns"}],
+        "metrics": {"interval": "20ms", "sojourn_samples_every": 7}
+    });
+    let (a, b) = both(s);
+    assert_same(&a, &b);
+    let q = queue(&a, "bottleneck");
+    assert!(q["drops"].as_u64() > Some(0) && q["marks"].as_u64() > Some(0), "drops and marks exercised: {q}");
+    assert!(a.table("sojourn_samples").f64s("sojourn_ns").len() > 1000);
+    assert_eq!(tx_done_events(&a), 0, "both queues depart on arrival");
+    assert!(tx_done_events(&b) > 30_000, "{}", tx_done_events(&b));
+}
+
+#[test]
+fn departure_lookahead_gives_identical_results_through_queues_in_series() {
+    // r0 -> r1 has no delay, so its departures reach r1's queue through a
+    // zero-delay line; r1 -> r2 marks on a byte threshold and is followed by
+    // a lossy rate-less link; r2 -> d changes rate mid-run, so it keeps its
+    // end-of-transmission events.
+    let s = json!({
+        "duration": "6s", "seed": 9,
+        "topology": {"links": [
+            {"from": "a", "to": "r0", "delay": "1000003ns"},
+            {"from": "b", "to": "r1", "delay": "2000017ns"},
+            {"from": "r0", "to": "r1", "rate": "30000001bps", "delay": "0ns", "buffer": "50pkt"},
+            {"from": "r1", "to": "r2", "rate": "20000003bps", "delay": "3000007ns", "aqm": "step",
+             "params": {"threshold": "30001B"}, "buffer": "80pkt"},
+            {"from": "r2", "to": "x", "delay": "1000033ns", "loss": 0.002},
+            {"from": "x", "to": "d", "rate": "25000009bps", "delay": "2000003ns", "buffer": "60pkt",
+             "rate_schedule": [{"at": "3000000007ns", "rate": "15000011bps"}]}
+        ]},
+        "flows": [
+            {"cc": "dctcp", "src": "a", "dst": "d", "count": 2, "start_jitter": "5ms"},
+            {"cc": "cubic", "src": "b", "dst": "d", "ecn": "classic"}
+        ],
+        "metrics": {"interval": "10ms"}
+    });
+    let (a, b) = both(s);
+    assert_same(&a, &b);
+    let (fast, slow) = (tx_done_events(&a), tx_done_events(&b));
+    eprintln!("end-of-transmission events {fast} vs {slow}");
+    // Only x -> d keeps its events; the reverse links are FIFOs that depart on arrival.
+    assert!(fast > 0 && fast < slow / 2, "end-of-transmission events {fast} (lookahead) vs {slow}");
 }

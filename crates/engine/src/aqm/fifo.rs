@@ -79,10 +79,20 @@ impl Fifo {
 impl Qdisc for Fifo {
     #[inline]
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
+        if let Some(p) = self.admit(pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(p);
+        }
+    }
+    fn decides_on_arrival(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+        if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
+            None
         } else {
-            self.q.push(pkt);
+            Some(pkt)
         }
     }
     #[inline]

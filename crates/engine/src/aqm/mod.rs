@@ -251,6 +251,21 @@ pub trait Qdisc {
             0
         }
     }
+    /// True for a discipline that decides each packet's fate on arrival,
+    /// from the backlog it finds alone, and serves in arrival order (nothing
+    /// at dequeue, no timer, no feedback). Its packets' departure times are
+    /// then known on arrival, and the engine may call [`Qdisc::admit`] and
+    /// keep the backlog itself (departure lookahead, see `net::link`).
+    fn decides_on_arrival(&self) -> bool {
+        false
+    }
+    /// The arrival decision alone, for a discipline that
+    /// [`decides_on_arrival`](Qdisc::decides_on_arrival), given the backlog
+    /// the caller keeps: the packet (perhaps marked) if accepted, None if
+    /// dropped (reported through `ctx`). The discipline stores nothing.
+    fn admit(&mut self, _pkt: Packet, _backlog_pkts: usize, _backlog_bytes: u64, _ctx: &mut QdiscCtx) -> Option<Packet> {
+        unreachable!("admit is only called on disciplines that decide on arrival")
+    }
     /// When the periodic update (PIE, PI2, ARED, ...) next wants to run.
     fn next_timer_ns(&self) -> Option<u64> {
         None
@@ -338,6 +353,13 @@ impl Qdisc for AnyQdisc {
     }
     fn subqueue_len_pkts(&self, sub: usize) -> usize {
         dispatch!(self, q => q.subqueue_len_pkts(sub))
+    }
+    fn decides_on_arrival(&self) -> bool {
+        dispatch!(self, q => q.decides_on_arrival())
+    }
+    #[inline]
+    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+        dispatch!(self, q => q.admit(pkt, backlog_pkts, backlog_bytes, ctx))
     }
     #[inline]
     fn next_timer_ns(&self) -> Option<u64> {

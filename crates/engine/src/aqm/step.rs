@@ -66,18 +66,32 @@ impl Step {
 impl Qdisc for Step {
     #[inline]
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
+        if let Some(p) = self.admit(pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(p);
+        }
+    }
+
+    /// A packet or byte threshold is checked on arrival only; a time
+    /// threshold needs the sojourn at dequeue.
+    fn decides_on_arrival(&self) -> bool {
+        !matches!(self.cfg.threshold, BufferSpec::Time(_))
+    }
+
+    #[inline]
+    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+        if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
-            return;
+            return None;
         }
         let above = match self.cfg.threshold {
-            BufferSpec::Packets(k) => self.q.len() as u64 >= k,
-            BufferSpec::Bytes(k) => self.q.bytes() >= k,
+            BufferSpec::Packets(k) => backlog_pkts as u64 >= k,
+            BufferSpec::Bytes(k) => backlog_bytes >= k,
             BufferSpec::Time(_) => false,
         };
-        let pkt = if above { self.signal(pkt, ctx) } else { Some(pkt) };
-        if let Some(p) = pkt {
-            self.q.push(p);
+        if above {
+            self.signal(pkt, ctx)
+        } else {
+            Some(pkt)
         }
     }
 

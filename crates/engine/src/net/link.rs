@@ -5,17 +5,41 @@
 //! The queue slot does the bookkeeping every discipline shares (ns-3's
 //! non-virtual interface): arrivals, departures, sojourn times, the
 //! conservation invariant, and the warm-up snapshot.
+//!
+//! Departure lookahead: when the discipline decides everything on arrival
+//! and serves in arrival order ([`Qdisc::decides_on_arrival`]), and the
+//! link's rate and loss never change, a packet's transmission start and end
+//! are known the moment it arrives. The slot then hands the packet on at
+//! once, stamped with its departure time, and keeps only a compact record
+//! of it until its start passes: the backlog the discipline's next
+//! decisions read, and the departure bookkeeping (counters, sojourn
+//! histograms, busy time), settled at the next arrival or checkpoint. No
+//! end-of-transmission event is needed.
 
 use crate::aqm::{
     AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
 };
 use crate::metrics::histogram::Histogram;
-use crate::net::packet::{Packet, PacketKind};
+use crate::net::packet::Packet;
 use crate::sim::rng::SimRng;
 use crate::sim::NS_PER_SEC;
+use std::collections::VecDeque;
 
 /// Raw sojourn sample: (dequeue time, sub-queue, flow, sojourn).
 pub type SojournSample = (u64, u8, u32, u64);
+
+/// Departure lookahead: an accepted packet, already handed on, whose
+/// transmission has not started yet.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    start_ns: u64,
+    enq_ns: u64,
+    tx_ns: u64,
+    flow: u32,
+    size_bytes: u32,
+    subq: u8,
+    data: bool,
+}
 
 #[derive(Debug, Clone)]
 pub struct QueueSlot {
@@ -45,6 +69,13 @@ pub struct QueueSlot {
     /// waiting for the world to route them; empty (never allocated) for
     /// disciplines that send none.
     pub(crate) feedback: Vec<Packet>,
+    /// Departure lookahead is on (see the module docs).
+    departure_lookahead: bool,
+    /// Departure lookahead: accepted packets not yet started, oldest first.
+    waiting: VecDeque<Waiting>,
+    waiting_bytes: u64,
+    /// Departure lookahead: when the transmitter finishes the last accepted packet.
+    free_at_ns: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -91,8 +122,22 @@ impl Link {
             samples: vec![],
             timer_at: None,
             feedback: vec![],
+            departure_lookahead: false,
+            waiting: VecDeque::new(),
+            waiting_bytes: 0,
+            free_at_ns: 0,
         });
         self
+    }
+
+    /// Turn departure lookahead on where it is exact (see the module docs):
+    /// the discipline decides on arrival, and the link neither changes rate
+    /// (`rate_changes`: it has a scheduled change) nor loses or marks at random.
+    pub fn enable_departure_lookahead(&mut self, rate_changes: bool) {
+        let fixed = !rate_changes && self.loss == 0.0 && self.mark == 0.0;
+        if let Some(q) = &mut self.queue {
+            q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
+        }
     }
 
     /// Random loss and marking of the link itself (a mark sets CE in place);
@@ -151,14 +196,32 @@ impl QueueSlot {
         debug_assert!(self.in_tx.is_none());
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         let pkt = self.qdisc.dequeue(&mut ctx)?;
-        let sub = pkt.subq as usize;
+        let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
+        self.record_start(&Waiting {
+            start_ns: now_ns,
+            enq_ns: pkt.enq_ns,
+            tx_ns,
+            flow: pkt.flow,
+            size_bytes: pkt.size_bytes,
+            subq: pkt.subq,
+            data: pkt.carries_payload(),
+        });
+        self.in_tx = Some(pkt);
+        Some(now_ns + tx_ns)
+    }
+
+    /// The bookkeeping of a transmission that starts: departure counters,
+    /// sojourn histogram and samples, busy time.
+    #[inline(always)]
+    fn record_start(&mut self, w: &Waiting) {
+        let sub = w.subq as usize;
         let c = &mut self.counters[sub];
         c.departed_pkts += 1;
-        c.departed_bytes += pkt.size_bytes as u64;
-        if matches!(pkt.kind, PacketKind::Data | PacketKind::Datagram) {
+        c.departed_bytes += w.size_bytes as u64;
+        if w.data {
             self.data_departed += 1;
         }
-        let sojourn = now_ns - pkt.enq_ns;
+        let sojourn = w.start_ns - w.enq_ns;
         if let Some(h) = self.hist.get_mut(sub) {
             h.record(sojourn);
         }
@@ -166,13 +229,93 @@ impl QueueSlot {
             self.sample_countdown -= 1;
             if self.sample_countdown == 0 {
                 self.sample_countdown = self.sample_every;
-                self.samples.push((now_ns, pkt.subq, pkt.flow, sojourn));
+                self.samples.push((w.start_ns, w.subq, w.flow, sojourn));
             }
         }
+        self.busy_ns += w.tx_ns;
+    }
+
+    /// Departure lookahead is on: use [`QueueSlot::arrive_ahead`], never
+    /// `arrive`/`start_tx`.
+    #[inline(always)]
+    pub fn departs_on_arrival(&self) -> bool {
+        self.departure_lookahead
+    }
+
+    /// Departure lookahead: admit a packet and return it with the time its
+    /// transmission ends (when it leaves the link), or None if dropped.
+    #[inline]
+    pub fn arrive_ahead(
+        &mut self,
+        now_ns: u64,
+        mut pkt: Packet,
+        rate_bps: u64,
+        flow_counters: &mut [FlowQueueCounters],
+    ) -> Option<(u64, Packet)> {
+        debug_assert!(self.departure_lookahead);
+        self.start_due(now_ns);
+        pkt.subq = self.qdisc.classify(&pkt);
+        pkt.enq_ns = now_ns;
+        let c = &mut self.counters[pkt.subq as usize];
+        c.arrived_pkts += 1;
+        c.arrived_bytes += pkt.size_bytes as u64;
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
+        let pkt = self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx)?;
+        // Transmissions run back to back in arrival order, so this packet's
+        // starts when the last accepted one ends (or now, if that is past).
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
-        self.busy_ns += tx_ns;
-        self.in_tx = Some(pkt);
-        Some(now_ns + tx_ns)
+        let start_ns = self.free_at_ns.max(now_ns);
+        self.free_at_ns = start_ns + tx_ns;
+        let w = Waiting {
+            start_ns,
+            enq_ns: now_ns,
+            tx_ns,
+            flow: pkt.flow,
+            size_bytes: pkt.size_bytes,
+            subq: pkt.subq,
+            data: pkt.carries_payload(),
+        };
+        if start_ns == now_ns {
+            self.record_start(&w);
+        } else {
+            self.waiting_bytes += w.size_bytes as u64;
+            self.waiting.push_back(w);
+        }
+        Some((start_ns + tx_ns, pkt))
+    }
+
+    /// Departure lookahead: settle the transmissions that have started by
+    /// `now_ns` (at the same nanosecond a transmission starts before an
+    /// arrival is seen, as a finishing transmission runs first without it).
+    #[inline]
+    pub fn start_due(&mut self, now_ns: u64) {
+        while let Some(w) = self.waiting.front() {
+            if w.start_ns > now_ns {
+                break;
+            }
+            let w = *w;
+            self.waiting.pop_front();
+            self.waiting_bytes -= w.size_bytes as u64;
+            self.record_start(&w);
+        }
+    }
+
+    /// Packets resident (waiting to be sent; not the one on the wire).
+    pub fn backlog_pkts(&self) -> usize {
+        if self.departure_lookahead {
+            self.waiting.len()
+        } else {
+            self.qdisc.len_pkts()
+        }
+    }
+
+    /// Packets resident in sub-queue `sub`.
+    pub fn subqueue_backlog_pkts(&self, sub: usize) -> usize {
+        if self.departure_lookahead {
+            self.waiting.iter().filter(|w| w.subq as usize == sub).count()
+        } else {
+            self.qdisc.subqueue_len_pkts(sub)
+        }
     }
 
     /// Serialisation time with the remainder carried, so the long-run rate is
@@ -223,7 +366,7 @@ impl QueueSlot {
         // Link losses happen after departure, so they are not part of the queue's balance.
         let dropped: u64 =
             self.counters.iter().map(|c| c.drops() - c.dropped_pkts[DropReason::LinkLoss as usize]).sum();
-        let resident = self.qdisc.len_pkts() as u64;
+        let resident = self.backlog_pkts() as u64;
         if arrived != departed + dropped + resident {
             return Err(format!(
                 "queue '{name}' lost track of packets: arrived {arrived} != departed {departed} + dropped {dropped} + resident {resident}"

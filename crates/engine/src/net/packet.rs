@@ -132,6 +132,13 @@ impl Packet {
         p
     }
 
+    /// A TCP data segment or a datagram (what the benchmark counts as a
+    /// bottleneck packet).
+    #[inline]
+    pub fn carries_payload(&self) -> bool {
+        matches!(self.kind, PacketKind::Data | PacketKind::Datagram)
+    }
+
     #[inline]
     pub fn has_flag(&self, f: u8) -> bool {
         self.flags & f != 0

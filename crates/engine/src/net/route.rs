@@ -67,21 +67,27 @@ pub fn compile(
     let mut stages = vec![];
     let mut acc_ns = 0u64;
     let mut lossy: Vec<u32> = vec![];
-    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, stages: &mut Vec<Stage>| {
-        if *acc > 0 || !lossy.is_empty() {
+    // A queue with departure lookahead hands packets on before they leave,
+    // stamped with their departure time: only a line can hold them until
+    // then, so one follows it even with no delay (see `net::link`).
+    let mut line_needed = false;
+    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, line_needed: &mut bool, stages: &mut Vec<Stage>| {
+        if *acc > 0 || !lossy.is_empty() || *line_needed {
             let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
             stages.push(Stage::Line(id));
         }
         *acc = 0;
+        *line_needed = false;
     };
     for &h in hops {
         match h {
             Hop::Delay(d) => acc_ns += d,
             Hop::Link(l) => {
                 let link = &links[l as usize];
-                if link.queue.is_some() {
-                    flush(&mut acc_ns, &mut lossy, &mut stages);
+                if let Some(q) = &link.queue {
+                    flush(&mut acc_ns, &mut lossy, &mut line_needed, &mut stages);
                     stages.push(Stage::Queue(l));
+                    line_needed = q.departs_on_arrival();
                 } else if link.loss > 0.0 || link.mark > 0.0 {
                     lossy.push(l);
                 }
@@ -89,7 +95,7 @@ pub fn compile(
             }
         }
     }
-    flush(&mut acc_ns, &mut lossy, &mut stages);
+    flush(&mut acc_ns, &mut lossy, &mut line_needed, &mut stages);
     stages
 }
 
