@@ -491,7 +491,7 @@ impl World {
         }
         let link = &mut self.links[l];
         if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
-            self.forward(pkt);
+            self.forward(&mut pkt);
         }
     }
 
@@ -500,8 +500,8 @@ impl World {
         if !self.lines[d].take_event(self.now_ns) {
             return; // superseded by an earlier head
         }
-        while let Some(p) = self.lines[d].pop_due(self.now_ns) {
-            self.forward(p);
+        while let Some(mut p) = self.lines[d].pop_due(self.now_ns) {
+            self.forward(&mut p);
         }
         if let Some(t) = self.lines[d].rearm() {
             self.events.schedule(t, Event::LineArrival(d as u32));
@@ -510,24 +510,24 @@ impl World {
 
     /// Move a packet to the next stage of its route, or deliver it.
     #[inline]
-    fn forward(&mut self, mut pkt: Packet) {
+    fn forward(&mut self, pkt: &mut Packet) {
         if self.catching_up {
             return; // sent after the end of the run
         }
         let now = self.now_ns;
         match self.routes.stage(pkt.route, pkt.hop) {
-            None => self.deliver(&pkt),
+            None => self.deliver(pkt),
             Some(Stage::Queue(l)) => {
                 pkt.hop += 1;
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
                 if q.departs_on_arrival() {
-                    if let Some((leaves_ns, pkt)) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
+                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
                         self.forward_ahead(pkt, leaves_ns);
                     }
                     return;
                 }
-                if q.arrive(now, pkt, &mut self.flow_counters) {
+                if q.arrive(now, *pkt, &mut self.flow_counters) {
                     if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
                         self.events.schedule(done, Event::LinkTxDone(l));
                     }
@@ -538,20 +538,20 @@ impl World {
             }
             Some(Stage::Line(d)) => {
                 pkt.hop += 1;
-                if !self.random_losses(d as usize, &mut pkt) {
+                if !self.random_losses(d as usize, pkt) {
                     return;
                 }
-                if let Some(at) = self.lines[d as usize].push(now, pkt) {
+                if let Some(at) = self.lines[d as usize].push(now, *pkt) {
                     self.events.schedule(at, Event::LineArrival(d));
                 }
             }
             Some(Stage::SinkLine(d)) => {
                 pkt.hop += 1;
-                if !self.random_losses(d as usize, &mut pkt) {
+                if !self.random_losses(d as usize, pkt) {
                     return;
                 }
                 let arrival = now + self.lines[d as usize].delay_ns;
-                self.deliver_to_sink(&pkt, arrival);
+                self.deliver_to_sink(pkt, arrival);
             }
         }
     }
@@ -560,27 +560,27 @@ impl World {
     /// (now or later) enters the line that follows the queue (see
     /// `route::compile`) as if it left then.
     #[inline]
-    fn forward_ahead(&mut self, mut pkt: Packet, leaves_ns: u64) {
+    fn forward_ahead(&mut self, pkt: &mut Packet, leaves_ns: u64) {
         if leaves_ns > self.end_ns {
             return; // still on the wire at the end, as its departure event would not run
         }
         match self.routes.stage(pkt.route, pkt.hop) {
             Some(Stage::Line(d)) => {
                 pkt.hop += 1;
-                if !self.random_losses(d as usize, &mut pkt) {
+                if !self.random_losses(d as usize, pkt) {
                     return;
                 }
-                if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt) {
+                if let Some(at) = self.lines[d as usize].push(leaves_ns, *pkt) {
                     self.events.schedule(at, Event::LineArrival(d));
                 }
             }
             Some(Stage::SinkLine(d)) => {
                 pkt.hop += 1;
-                if !self.random_losses(d as usize, &mut pkt) {
+                if !self.random_losses(d as usize, pkt) {
                     return;
                 }
                 let arrival = leaves_ns + self.lines[d as usize].delay_ns;
-                self.deliver_to_sink(&pkt, arrival);
+                self.deliver_to_sink(pkt, arrival);
             }
             other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
         }
@@ -670,7 +670,7 @@ impl World {
                         self.events.schedule(at, Event::LineArrival(d));
                     }
                 }
-                _ => self.forward(p),
+                _ => self.forward(&mut p),
             }
         }
         self.sink_scratch = out;
@@ -682,7 +682,7 @@ impl World {
         for mut p in out.drain(..) {
             p.route = route;
             p.hop = 0;
-            self.forward(p);
+            self.forward(&mut p);
         }
     }
 

@@ -78,21 +78,21 @@ impl Fifo {
 
 impl Qdisc for Fifo {
     #[inline]
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if let Some(p) = self.admit(pkt, self.q.len(), self.q.bytes(), ctx) {
-            self.q.push(p);
+    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(pkt);
         }
     }
     fn decides_on_arrival(&self) -> bool {
         true
     }
     #[inline]
-    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
-            ctx.drop(pkt, DropReason::Overflow);
-            None
+            ctx.drop(*pkt, DropReason::Overflow);
+            false
         } else {
-            Some(pkt)
+            true
         }
     }
     #[inline]

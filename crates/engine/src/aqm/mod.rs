@@ -261,9 +261,9 @@ pub trait Qdisc {
     }
     /// The arrival decision alone, for a discipline that
     /// [`decides_on_arrival`](Qdisc::decides_on_arrival), given the backlog
-    /// the caller keeps: the packet (perhaps marked) if accepted, None if
+    /// the caller keeps: true if accepted (`pkt` perhaps marked), false if
     /// dropped (reported through `ctx`). The discipline stores nothing.
-    fn admit(&mut self, _pkt: Packet, _backlog_pkts: usize, _backlog_bytes: u64, _ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn admit(&mut self, _pkt: &mut Packet, _backlog_pkts: usize, _backlog_bytes: u64, _ctx: &mut QdiscCtx) -> bool {
         unreachable!("admit is only called on disciplines that decide on arrival")
     }
     /// When the periodic update (PIE, PI2, ARED, ...) next wants to run.
@@ -358,7 +358,7 @@ impl Qdisc for AnyQdisc {
         dispatch!(self, q => q.decides_on_arrival())
     }
     #[inline]
-    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         dispatch!(self, q => q.admit(pkt, backlog_pkts, backlog_bytes, ctx))
     }
     #[inline]

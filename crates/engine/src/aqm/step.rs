@@ -50,24 +50,24 @@ impl Step {
         Ok(Step { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit, cfg })
     }
 
-    /// Apply the step to `pkt`; returns it unless it was dropped.
+    /// Apply the step to `pkt`; false if it was dropped (a Not-ECT packet
+    /// under `drop_non_ect`).
     #[inline]
-    fn signal(&self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
-        if self.cfg.drop_non_ect {
-            ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm)
+    fn signal(&self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
+        if ctx.mark(pkt, MarkReason::Step) || !self.cfg.drop_non_ect {
+            true
         } else {
-            let mut pkt = pkt;
-            ctx.mark(&mut pkt, MarkReason::Step);
-            Some(pkt)
+            ctx.drop(*pkt, DropReason::Aqm);
+            false
         }
     }
 }
 
 impl Qdisc for Step {
     #[inline]
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if let Some(p) = self.admit(pkt, self.q.len(), self.q.bytes(), ctx) {
-            self.q.push(p);
+    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(pkt);
         }
     }
 
@@ -78,33 +78,26 @@ impl Qdisc for Step {
     }
 
     #[inline]
-    fn admit(&mut self, pkt: Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
-            ctx.drop(pkt, DropReason::Overflow);
-            return None;
+            ctx.drop(*pkt, DropReason::Overflow);
+            return false;
         }
         let above = match self.cfg.threshold {
             BufferSpec::Packets(k) => backlog_pkts as u64 >= k,
             BufferSpec::Bytes(k) => backlog_bytes >= k,
             BufferSpec::Time(_) => false,
         };
-        if above {
-            self.signal(pkt, ctx)
-        } else {
-            Some(pkt)
-        }
+        !above || self.signal(pkt, ctx)
     }
 
     #[inline]
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         loop {
-            let pkt = self.q.pop()?;
+            let mut pkt = self.q.pop()?;
             if let BufferSpec::Time(k_ns) = self.cfg.threshold {
-                if ctx.now_ns.saturating_sub(pkt.enq_ns) > k_ns {
-                    match self.signal(pkt, ctx) {
-                        Some(p) => return Some(p),
-                        None => continue,
-                    }
+                if ctx.now_ns.saturating_sub(pkt.enq_ns) > k_ns && !self.signal(&mut pkt, ctx) {
+                    continue;
                 }
             }
             return Some(pkt);

@@ -242,25 +242,27 @@ impl QueueSlot {
         self.departure_lookahead
     }
 
-    /// Departure lookahead: admit a packet and return it with the time its
-    /// transmission ends (when it leaves the link), or None if dropped.
+    /// Departure lookahead: admit `pkt` (perhaps marking it) and return the
+    /// time its transmission ends (when it leaves the link), or None if dropped.
     #[inline]
     pub fn arrive_ahead(
         &mut self,
         now_ns: u64,
-        mut pkt: Packet,
+        pkt: &mut Packet,
         rate_bps: u64,
         flow_counters: &mut [FlowQueueCounters],
-    ) -> Option<(u64, Packet)> {
+    ) -> Option<u64> {
         debug_assert!(self.departure_lookahead);
         self.start_due(now_ns);
-        pkt.subq = self.qdisc.classify(&pkt);
+        pkt.subq = self.qdisc.classify(pkt);
         pkt.enq_ns = now_ns;
         let c = &mut self.counters[pkt.subq as usize];
         c.arrived_pkts += 1;
         c.arrived_bytes += pkt.size_bytes as u64;
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
-        let pkt = self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx)?;
+        if !self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
+            return None;
+        }
         // Transmissions run back to back in arrival order, so this packet's
         // starts when the last accepted one ends (or now, if that is past).
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
@@ -281,20 +283,16 @@ impl QueueSlot {
             self.waiting_bytes += w.size_bytes as u64;
             self.waiting.push_back(w);
         }
-        Some((start_ns + tx_ns, pkt))
+        Some(start_ns + tx_ns)
     }
 
     /// Departure lookahead: settle the transmissions that have started by
     /// `now_ns` (at the same nanosecond a transmission starts before an
     /// arrival is seen, as a finishing transmission runs first without it).
-    #[inline]
+    #[inline(always)]
     pub fn start_due(&mut self, now_ns: u64) {
-        while let Some(w) = self.waiting.front() {
-            if w.start_ns > now_ns {
-                break;
-            }
-            let w = *w;
-            self.waiting.pop_front();
+        while self.waiting.front().is_some_and(|w| w.start_ns <= now_ns) {
+            let w = self.waiting.pop_front().expect("a front exists");
             self.waiting_bytes -= w.size_bytes as u64;
             self.record_start(&w);
         }
