@@ -285,7 +285,8 @@ impl World {
     /// The first checkpoint (sample, end of warm-up, end) at or after `t`.
     fn checkpoint_after(&self, t: u64) -> u64 {
         let mut c = self.end_ns;
-        if self.warmup_ns >= t {
+        // No warm-up (0) is no checkpoint: nothing is read at time 0.
+        if self.warmup_ns > 0 && self.warmup_ns >= t {
             c = c.min(self.warmup_ns);
         }
         if self.timeseries {
