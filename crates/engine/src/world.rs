@@ -144,7 +144,7 @@ pub struct World {
     topology: Topology,
     workloads: Vec<WorkloadGen>,
     scratch: Vec<Packet>,
-    /// A receiver's replies: receivers may run inside a source's event
+    /// Receivers' replies: receivers may run inside a source's event
     /// (departure lookahead), while `scratch` holds the source's packets.
     sink_scratch: Vec<Packet>,
     tcp: TcpConfig,
@@ -623,19 +623,18 @@ impl World {
         let f = pkt.flow as usize;
         let local = self.now_ns - self.flows[f].clock_offset_ns;
         self.flush_source_samples(f, local);
-        let mut out = std::mem::take(&mut self.scratch);
+        let base = self.scratch.len();
         let flow = &mut self.flows[f];
         match &mut flow.source {
-            Source::Tcp(s) => s.on_packet(local, pkt, &mut out),
+            Source::Tcp(s) => s.on_packet(local, pkt, &mut self.scratch),
             Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, pkt),
             _ => {}
         }
         if let Some(m) = flow.marker.as_deref_mut() {
-            m.mark_all(local, &mut out);
+            m.mark_all(local, &mut self.scratch[base..]);
         }
         let route = flow.fwd_route;
-        self.emit(&mut out, route);
-        self.scratch = out;
+        self.emit(base, route);
         self.sync_source_timer(f);
     }
 
@@ -646,7 +645,10 @@ impl World {
     fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
         let f = pkt.flow as usize;
         let now = self.now_ns;
-        let mut out = std::mem::take(&mut self.sink_scratch);
+        // Replies are appended to `sink_scratch` and sent from there; a
+        // receiver reached again while they are sent (through a source on a
+        // zero-delay path) appends and removes its own after `base`.
+        let base = self.sink_scratch.len();
         let flow = &mut self.flows[f];
         if arrival_ns > self.next_checkpoint_ns {
             flow.delivered_bytes_at(now); // drop entries that have arrived
@@ -654,11 +656,12 @@ impl World {
             flow.early.push_back((arrival_ns, before));
         }
         match &mut flow.sink {
-            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
+            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.sink_scratch),
             Sink::Datagram(d) => d.on_packet(arrival_ns, pkt),
         }
         let route = flow.rev_route;
-        for mut p in out.drain(..) {
+        for i in base..self.sink_scratch.len() {
+            let mut p = self.sink_scratch[i];
             p.route = route;
             p.hop = 0;
             match self.routes.stage(route, 0) {
@@ -674,17 +677,22 @@ impl World {
                 _ => self.forward(&mut p),
             }
         }
-        self.sink_scratch = out;
+        self.sink_scratch.truncate(base);
         self.sync_sink_timer(f);
     }
 
+    /// Send what an endpoint appended to `scratch` after `base` along
+    /// `route`. An endpoint reached again meanwhile (over a zero-delay path)
+    /// appends, sends and removes its own packets after these.
     #[inline]
-    fn emit(&mut self, out: &mut Vec<Packet>, route: u32) {
-        for mut p in out.drain(..) {
+    fn emit(&mut self, base: usize, route: u32) {
+        for i in base..self.scratch.len() {
+            let mut p = self.scratch[i];
             p.route = route;
             p.hop = 0;
             self.forward(&mut p);
         }
+        self.scratch.truncate(base);
     }
 
     fn on_source_timer(&mut self, f: usize) {
@@ -695,18 +703,18 @@ impl World {
         self.flows[f].source_timer_at = None;
         let local = now - self.flows[f].clock_offset_ns;
         self.flush_source_samples(f, local);
-        let mut out = std::mem::take(&mut self.scratch);
+        let base = self.scratch.len();
+        let out = &mut self.scratch;
         match &mut self.flows[f].source {
-            Source::Tcp(s) => s.on_timer(local, &mut out),
-            Source::Cbr(c) => c.on_timer(local, &mut out),
-            Source::Qcn(q) => q.on_timer(local, &mut out),
+            Source::Tcp(s) => s.on_timer(local, out),
+            Source::Cbr(c) => c.on_timer(local, out),
+            Source::Qcn(q) => q.on_timer(local, out),
         }
         if let Some(m) = self.flows[f].marker.as_deref_mut() {
-            m.mark_all(local, &mut out);
+            m.mark_all(local, &mut self.scratch[base..]);
         }
         let route = self.flows[f].fwd_route;
-        self.emit(&mut out, route);
-        self.scratch = out;
+        self.emit(base, route);
         self.sync_source_timer(f);
     }
 
@@ -716,13 +724,12 @@ impl World {
             return;
         }
         self.flows[f].sink_timer_at = None;
-        let mut out = std::mem::take(&mut self.scratch);
+        let base = self.scratch.len();
         if let Sink::Tcp(r) = &mut self.flows[f].sink {
-            r.on_timer(now, &mut out);
+            r.on_timer(now, &mut self.scratch);
         }
         let route = self.flows[f].rev_route;
-        self.emit(&mut out, route);
-        self.scratch = out;
+        self.emit(base, route);
         self.sync_sink_timer(f);
     }
 

@@ -134,7 +134,7 @@ impl Routes {
     }
 
     /// The stage at `hop` along `route`, or None at the end of the route.
-    #[inline]
+    #[inline(always)]
     pub fn stage(&self, route: u32, hop: u8) -> Option<Stage> {
         let r = route as usize;
         if hop < self.len[r] {
