@@ -537,23 +537,7 @@ impl World {
                     self.send_feedback(l as usize);
                 }
             }
-            Some(Stage::Line(d)) => {
-                pkt.hop += 1;
-                if !self.random_losses(d as usize, pkt) {
-                    return;
-                }
-                if let Some(at) = self.lines[d as usize].push(now, *pkt) {
-                    self.events.schedule(at, Event::LineArrival(d));
-                }
-            }
-            Some(Stage::SinkLine(d)) => {
-                pkt.hop += 1;
-                if !self.random_losses(d as usize, pkt) {
-                    return;
-                }
-                let arrival = now + self.lines[d as usize].delay_ns;
-                self.deliver_to_sink(pkt, arrival);
-            }
+            Some(line) => self.enter_line(pkt, line, now),
         }
     }
 
@@ -566,24 +550,27 @@ impl World {
             return; // still on the wire at the end, as its departure event would not run
         }
         match self.routes.stage(pkt.route, pkt.hop) {
-            Some(Stage::Line(d)) => {
-                pkt.hop += 1;
-                if !self.random_losses(d as usize, pkt) {
-                    return;
-                }
-                if let Some(at) = self.lines[d as usize].push(leaves_ns, *pkt) {
-                    self.events.schedule(at, Event::LineArrival(d));
-                }
-            }
-            Some(Stage::SinkLine(d)) => {
-                pkt.hop += 1;
-                if !self.random_losses(d as usize, pkt) {
-                    return;
-                }
-                let arrival = leaves_ns + self.lines[d as usize].delay_ns;
-                self.deliver_to_sink(pkt, arrival);
-            }
+            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => self.enter_line(pkt, line, leaves_ns),
             other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
+        }
+    }
+
+    /// Put a packet that leaves its previous stage at `leaves_ns` (now, or
+    /// later under departure lookahead) on the line stage `line`.
+    #[inline(always)]
+    fn enter_line(&mut self, pkt: &mut Packet, line: Stage, leaves_ns: u64) {
+        let (Stage::Line(d) | Stage::SinkLine(d)) = line else {
+            unreachable!("{line:?} is not a line");
+        };
+        pkt.hop += 1;
+        if !self.random_losses(d as usize, pkt) {
+            return;
+        }
+        if let Stage::SinkLine(_) = line {
+            let arrival = leaves_ns + self.lines[d as usize].delay_ns;
+            self.deliver_to_sink(pkt, arrival);
+        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, *pkt) {
+            self.events.schedule(at, Event::LineArrival(d));
         }
     }
 
