@@ -143,10 +143,8 @@ pub struct World {
     flow_counters: Vec<FlowQueueCounters>,
     topology: Topology,
     workloads: Vec<WorkloadGen>,
+    /// Packets an endpoint just emitted, sent from here (see `emit`).
     scratch: Vec<Packet>,
-    /// Receivers' replies: receivers may run inside a source's event
-    /// (departure lookahead), while `scratch` holds the source's packets.
-    sink_scratch: Vec<Packet>,
     tcp: TcpConfig,
     lookahead: bool,
     /// The empty route feedback packets travel on (created on first use; see `feedback.rs`).
@@ -197,7 +195,6 @@ impl World {
             topology,
             workloads: vec![],
             scratch: Vec::with_capacity(64),
-            sink_scratch: Vec::with_capacity(64),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
             feedback_route: None,
@@ -632,10 +629,9 @@ impl World {
     fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
         let f = pkt.flow as usize;
         let now = self.now_ns;
-        // Replies are appended to `sink_scratch` and sent from there; a
-        // receiver reached again while they are sent (through a source on a
-        // zero-delay path) appends and removes its own after `base`.
-        let base = self.sink_scratch.len();
+        // Replies go to `scratch` after whatever the endpoints that led here
+        // (a source, under departure lookahead) are still sending; see `emit`.
+        let base = self.scratch.len();
         let flow = &mut self.flows[f];
         if arrival_ns > self.next_checkpoint_ns {
             flow.delivered_bytes_at(now); // drop entries that have arrived
@@ -643,12 +639,12 @@ impl World {
             flow.early.push_back((arrival_ns, before));
         }
         match &mut flow.sink {
-            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.sink_scratch),
+            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.scratch),
             Sink::Datagram(d) => d.on_packet(arrival_ns, pkt),
         }
         let route = flow.rev_route;
-        for i in base..self.sink_scratch.len() {
-            let mut p = self.sink_scratch[i];
+        for i in base..self.scratch.len() {
+            let mut p = self.scratch[i];
             p.route = route;
             p.hop = 0;
             match self.routes.stage(route, 0) {
@@ -664,13 +660,14 @@ impl World {
                 _ => self.forward(&mut p),
             }
         }
-        self.sink_scratch.truncate(base);
+        self.scratch.truncate(base);
         self.sync_sink_timer(f);
     }
 
     /// Send what an endpoint appended to `scratch` after `base` along
-    /// `route`. An endpoint reached again meanwhile (over a zero-delay path)
-    /// appends, sends and removes its own packets after these.
+    /// `route`. An endpoint reached while they are sent (a receiver under
+    /// departure lookahead, any endpoint over a zero-delay path) appends,
+    /// sends and removes its own packets after these, so nothing allocates.
     #[inline]
     fn emit(&mut self, base: usize, route: u32) {
         for i in base..self.scratch.len() {

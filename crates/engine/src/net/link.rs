@@ -132,9 +132,9 @@ impl Link {
 
     /// Turn departure lookahead on where it is exact (see the module docs):
     /// the discipline decides on arrival, and the link neither changes rate
-    /// (`rate_changes`: it has a scheduled change) nor loses or marks at random.
-    pub fn enable_departure_lookahead(&mut self, rate_changes: bool) {
-        let fixed = !rate_changes && self.loss == 0.0 && self.mark == 0.0;
+    /// (`has_rate_schedule`) nor loses or marks at random.
+    pub fn enable_departure_lookahead(&mut self, has_rate_schedule: bool) {
+        let fixed = !has_rate_schedule && self.loss == 0.0 && self.mark == 0.0;
         if let Some(q) = &mut self.queue {
             q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
         }
@@ -263,7 +263,7 @@ impl QueueSlot {
         if !self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
             return None;
         }
-        // Transmissions run back to back in arrival order, so this packet's
+        // Transmissions run back to back in arrival order, so this packet
         // starts when the last accepted one ends (or now, if that is past).
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
         let start_ns = self.free_at_ns.max(now_ns);
