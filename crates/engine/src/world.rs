@@ -437,9 +437,8 @@ impl World {
                         continue;
                     }
                     while let Some(p) = self.lines[d].pop_due(t) {
-                        let to_source = matches!(p.kind, PacketKind::Ack | PacketKind::SynAck | PacketKind::Cnm);
                         let f = p.flow as usize;
-                        if to_source
+                        if !p.from_source()
                             && self.routes.stage(p.route, p.hop).is_none()
                             && t - self.flows[f].clock_offset_ns <= end
                         {
@@ -601,7 +600,7 @@ impl World {
 
     /// A packet reached the end of its route: hand it to its endpoint.
     fn deliver(&mut self, pkt: &Packet) {
-        if matches!(pkt.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram) {
+        if pkt.from_source() {
             return self.deliver_to_sink(pkt, self.now_ns);
         }
         let f = pkt.flow as usize;
@@ -647,15 +646,12 @@ impl World {
             let mut p = self.scratch[i];
             p.route = route;
             p.hop = 0;
+            // A reply leaving later than now (the receiver ran ahead) can
+            // only enter the pure delay its route starts with (see `SinkLine`).
             match self.routes.stage(route, 0) {
-                Some(Stage::Line(d)) if p.enq_ns > now => {
-                    p.hop = 1;
-                    if !self.random_losses(d as usize, &mut p) {
-                        continue;
-                    }
-                    if let Some(at) = self.lines[d as usize].push(p.enq_ns, p) {
-                        self.events.schedule(at, Event::LineArrival(d));
-                    }
+                Some(line @ Stage::Line(_)) if p.enq_ns > now => {
+                    let leaves_ns = p.enq_ns;
+                    self.enter_line(&mut p, line, leaves_ns);
                 }
                 _ => self.forward(&mut p),
             }

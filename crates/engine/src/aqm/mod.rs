@@ -24,7 +24,7 @@ pub mod red;
 pub mod step;
 pub mod vdq_csaqm;
 
-use crate::net::packet::{Ecn, Packet, PacketKind};
+use crate::net::packet::{Ecn, Packet};
 use crate::sim::rng::SimRng;
 use crate::sim::units::BufferSpec;
 use serde::{de::DeserializeOwned, Serialize};
@@ -128,7 +128,7 @@ impl<'a> QdiscCtx<'a> {
     /// source). Only packets travelling from a source (data, SYN, datagrams)
     /// can be reflected; for others nothing is sent.
     pub fn notify_source(&mut self, about: &Packet, mut msg: Packet) {
-        if !matches!(about.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram) {
+        if !about.from_source() {
             return;
         }
         msg.flow = about.flow;

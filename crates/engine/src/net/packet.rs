@@ -132,6 +132,13 @@ impl Packet {
         p
     }
 
+    /// Sent by a flow's source towards its sink (data, SYN, datagram), as
+    /// opposed to the replies and notifications that travel back to it.
+    #[inline]
+    pub fn from_source(&self) -> bool {
+        matches!(self.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram)
+    }
+
     /// A TCP data segment or a datagram (what the benchmark counts as a
     /// bottleneck packet).
     #[inline]

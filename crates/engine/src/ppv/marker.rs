@@ -22,7 +22,7 @@
 //! the source's own clock, so `engine.lookahead` cannot change a value.
 
 use super::tvf;
-use crate::net::packet::{Packet, PacketKind};
+use crate::net::packet::Packet;
 use crate::sim::rng::SimRng;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
@@ -124,7 +124,7 @@ impl PvMarker {
     /// below all marked traffic and be the first packet a core node drops.
     #[inline]
     pub fn mark_all(&mut self, now_ns: u64, out: &mut [Packet]) {
-        for p in out.iter_mut().filter(|p| matches!(p.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram)) {
+        for p in out.iter_mut().filter(|p| p.from_source()) {
             p.aux = self.value(now_ns, p.size_bytes);
         }
     }
@@ -133,6 +133,7 @@ impl PvMarker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::packet::PacketKind;
     use crate::ppv::{tvf_inverse, PV_MAX};
     use crate::sim::rng::Domain;
 
