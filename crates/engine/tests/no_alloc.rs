@@ -47,13 +47,15 @@ fn allocations_of(scenario: &serde_json::Value) -> (u64, u64) {
 
 #[test]
 fn longer_runs_do_not_allocate_per_packet() {
-    // Every per-packet path at once: DCTCP and CUBIC with SACK recovery and
-    // delayed ACKs through DualPI2 (two queues, drops and marks), sojourn
-    // histograms on, time series off (a series grows with time, not packets).
-    let scenario = |duration: &str| {
+    // Every per-packet path: DCTCP and CUBIC with SACK recovery and delayed
+    // ACKs through DualPI2 (two queues, drops and marks, end-of-transmission
+    // events), then through a step queue under departure lookahead (waiting
+    // records, receivers run inside the sender's event); sojourn histograms
+    // on, time series off (a series grows with time, not packets).
+    let scenario = |aqm: &str, duration: &str| {
         json!({
             "name": "no-alloc", "duration": duration, "seed": 3,
-            "bottleneck": {"rate": "1Gbps", "aqm": "dualpi2"},
+            "bottleneck": {"rate": "1Gbps", "aqm": aqm},
             "flows": [
                 {"cc": "dctcp", "count": 4, "rtt": "2ms", "start_jitter": "1ms"},
                 {"cc": "cubic", "count": 4, "rtt": "4ms", "start_jitter": "1ms"}
@@ -61,18 +63,20 @@ fn longer_runs_do_not_allocate_per_packet() {
             "metrics": {"timeseries": false, "sojourn_histograms": true}
         })
     };
-    let (short_allocs, short_pkts) = allocations_of(&scenario("1s"));
-    let (long_allocs, long_pkts) = allocations_of(&scenario("3s"));
-    let extra_pkts = long_pkts - short_pkts;
-    assert!(extra_pkts > 100_000, "the longer run must carry many more packets ({extra_pkts})");
-    let extra_allocs = long_allocs.saturating_sub(short_allocs);
-    // One allocation per packet (or per ACK) would be > 80 000 extra; ring
-    // growth by doubling and per-episode bookkeeping give under a hundred
-    // (82 when written). The bound, 1 per 100 packets, leaves room for
-    // those and none for anything per packet.
-    assert!(
-        (extra_allocs as f64) < 1e-2 * extra_pkts as f64,
-        "{extra_allocs} more allocations for {extra_pkts} more packets ({short_allocs} vs {long_allocs})"
-    );
-    eprintln!("allocations: {short_allocs} for {short_pkts} packets, {long_allocs} for {long_pkts}");
+    for aqm in ["dualpi2", "step"] {
+        let (short_allocs, short_pkts) = allocations_of(&scenario(aqm, "1s"));
+        let (long_allocs, long_pkts) = allocations_of(&scenario(aqm, "3s"));
+        let extra_pkts = long_pkts - short_pkts;
+        assert!(extra_pkts > 100_000, "{aqm}: the longer run must carry many more packets ({extra_pkts})");
+        let extra_allocs = long_allocs.saturating_sub(short_allocs);
+        // One allocation per packet (or per ACK) would be > 80 000 extra; ring
+        // growth by doubling and per-episode bookkeeping give under a hundred
+        // (82 for DualPI2 when written). The bound, 1 per 100 packets, leaves
+        // room for those and none for anything per packet.
+        assert!(
+            (extra_allocs as f64) < 1e-2 * extra_pkts as f64,
+            "{aqm}: {extra_allocs} more allocations for {extra_pkts} more packets ({short_allocs} vs {long_allocs})"
+        );
+        eprintln!("{aqm}: allocations: {short_allocs} for {short_pkts} packets, {long_allocs} for {long_pkts}");
+    }
 }
