@@ -25,7 +25,12 @@ pub struct DelayLine {
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None }
+        DelayLine {
+            delay_ns,
+            q: VecDeque::new(),
+            lossy_links,
+            event_at: None,
+        }
     }
 
     /// Add a packet leaving at `depart_ns`. Returns a time to schedule when
@@ -83,6 +88,12 @@ impl DelayLine {
     #[inline]
     pub fn head_time(&self) -> Option<u64> {
         self.q.front().map(|&(t, _)| t)
+    }
+
+    /// The flow of the `i`-th packet from the head, if any.
+    #[inline]
+    pub fn flow_at(&self, i: usize) -> Option<u32> {
+        self.q.get(i).map(|(_, p)| p.flow)
     }
 
     pub fn len(&self) -> usize {

@@ -3,6 +3,7 @@
 //! Time is `u64` nanoseconds everywhere in the engine (names end in `_ns`);
 //! rates are bits per second (`_bps`); sizes are bytes (`_bytes`).
 
+pub mod prefetch;
 pub mod rng;
 pub mod scheduler;
 pub mod units;
