@@ -40,3 +40,37 @@ fn a_flow_record_stays_under_one_kilobyte() {
         "a flow record is {bytes} bytes (was 936 when this test was written)"
     );
 }
+
+/// With more than 1 MiB of flow records the engine prefetches the state of
+/// the packets behind each delay line's head (`sim/prefetch.rs`, its one
+/// `unsafe` block). This runs that path: 1 500 flows starting within 50 ms
+/// must still fill a 10 Gbit/s link, most of them must get data through
+/// (the rest lose their SYNs in the start-up burst and back off, as TCP
+/// does), and a second run must give the identical summary.
+#[test]
+fn a_flow_table_larger_than_l2_is_prefetched_and_fills_the_link() {
+    let flows = 1500;
+    assert!(
+        flows * std::mem::size_of::<aqmlab_engine::world::Flow>() > 1 << 20,
+        "the table must exceed the prefetch threshold"
+    );
+    let s = json!({
+        "duration": "1s", "seed": 5,
+        "bottleneck": {"rate": "10Gbps", "buffer": "3000pkt", "aqm": "step",
+                       "params": {"threshold": "200pkt"}},
+        "flows": [
+            {"cc": "dctcp", "rtt": "2ms", "count": 1000, "start_jitter": "50ms"},
+            {"cc": "cubic", "rtt": "3ms", "count": 500, "ecn": "off", "start_jitter": "50ms"}
+        ]
+    });
+    let a = run(s.clone());
+    let util = queue(&a, "bottleneck")["utilization"].as_f64().unwrap();
+    assert!(util > 0.95, "utilization {util}");
+    let moved = a.table("flows").f64s("bytes").iter().filter(|&&b| b > 0.0).count();
+    assert!(moved >= 1200, "{moved} of {flows} flows delivered data");
+    let strip = |mut v: serde_json::Value| {
+        v["perf"] = json!(null);
+        v
+    };
+    assert_eq!(strip(a.summary()), strip(run(s).summary()));
+}
