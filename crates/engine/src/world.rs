@@ -823,7 +823,8 @@ impl World {
         }
     }
 
-    #[inline]
+    /// Arm the receiver's timer if it now wants to run earlier than armed.
+    #[inline(always)]
     fn sync_sink_timer(&mut self, f: usize) {
         let flow = &mut self.flows[f];
         let want = match &flow.sink {

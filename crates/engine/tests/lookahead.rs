@@ -198,4 +198,3 @@ fn departure_lookahead_gives_identical_results_through_queues_in_series() {
         "end-of-transmission events {fast} (lookahead) vs {slow}"
     );
 }
-

@@ -66,7 +66,12 @@ fn a_flow_table_larger_than_l2_is_prefetched_and_fills_the_link() {
     let a = run(s.clone());
     let util = queue(&a, "bottleneck")["utilization"].as_f64().unwrap();
     assert!(util > 0.95, "utilization {util}");
-    let moved = a.table("flows").f64s("bytes").iter().filter(|&&b| b > 0.0).count();
+    let moved = a
+        .table("flows")
+        .f64s("bytes")
+        .iter()
+        .filter(|&&b| b > 0.0)
+        .count();
     assert!(moved >= 1200, "{moved} of {flows} flows delivered data");
     let strip = |mut v: serde_json::Value| {
         v["perf"] = json!(null);

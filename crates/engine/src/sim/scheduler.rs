@@ -191,11 +191,133 @@ impl Heap {
     }
 }
 
-/// Two heaps under one sequence counter: packet events (transmissions,
-/// delay-line heads: few, near-future, popped constantly) and timers (one
-/// per flow, mostly far away, popped rarely). Popping compares the two tops,
-/// so the order is exactly that of a single heap, while the hot heap stays
-/// small.
+/// Width of a far-timer bucket: 2^20 ns, about 1 ms.
+const BUCKET_SHIFT: u32 = 20;
+/// Buckets in the ring: about 1.07 s ahead. Later timers (backed-off RTOs,
+/// stop times, the end of warm-up) wait in an overflow heap.
+const BUCKETS: usize = 1024;
+
+/// The timers: one or two per flow, mostly far ahead (RTOs, delayed ACKs),
+/// popped rarely. In one heap, ten thousand flows' timers would make every
+/// re-armed timer sift through seven levels, most of them cache misses.
+/// Here only the timers before `horizon_ns` are in a heap (`near`); later
+/// ones wait unsorted in buckets of about 1 ms (a push touches one cache
+/// line), those beyond the ring's reach in `overflow`. When `near` runs dry
+/// the next non-empty bucket is poured into it. Every timer in `near` is
+/// earlier than every timer outside it, so its top is the earliest timer
+/// and the pop order is exactly that of a single heap.
+#[derive(Debug)]
+struct Timers {
+    near: Heap,
+    /// Start of the bucket at `cursor`; `near` holds exactly the timers before it.
+    horizon_ns: u64,
+    cursor: usize,
+    /// Bucket `(cursor + k) % BUCKETS` holds timers in
+    /// `[horizon + k·2^BUCKET_SHIFT, horizon + (k+1)·2^BUCKET_SHIFT)`.
+    ring: Vec<Vec<Entry>>,
+    in_ring: usize,
+    overflow: Heap,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Timers {
+            near: Heap::default(),
+            horizon_ns: 0,
+            cursor: 0,
+            ring: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            in_ring: 0,
+            overflow: Heap::default(),
+        }
+    }
+}
+
+impl Timers {
+    /// Out of line: timers are scheduled rarely, and inlined here this would
+    /// bloat every caller of `EventQueue::schedule` (the packet events' path).
+    #[inline(never)]
+    fn push(&mut self, e: Entry) {
+        if e.time_ns < self.horizon_ns {
+            self.near.push(e);
+            return;
+        }
+        let k = (e.time_ns - self.horizon_ns) >> BUCKET_SHIFT;
+        if k < BUCKETS as u64 {
+            self.ring[(self.cursor + k as usize) % BUCKETS].push(e);
+            self.in_ring += 1;
+        } else {
+            self.overflow.push(e);
+        }
+    }
+
+    /// Make `top` the earliest timer, pouring buckets into `near` if it is empty.
+    #[inline]
+    fn settle(&mut self) {
+        self.near.settle();
+        if self.near.v.is_empty() && self.len() > 0 {
+            self.refill();
+        }
+    }
+
+    #[inline(never)]
+    fn refill(&mut self) {
+        while self.near.v.is_empty() {
+            if self.in_ring == 0 {
+                // Nothing within reach: jump whole (empty) buckets to the
+                // overflow's earliest timer.
+                self.overflow.settle();
+                debug_assert!(!self.overflow.v.is_empty(), "refill of an empty timer set");
+                let skip = (self.overflow.top().time_ns - self.horizon_ns) >> BUCKET_SHIFT;
+                self.horizon_ns += skip << BUCKET_SHIFT;
+                self.cursor = (self.cursor + (skip % BUCKETS as u64) as usize) % BUCKETS;
+                self.pull_overflow();
+                continue;
+            }
+            let (ring, near) = (&mut self.ring, &mut self.near);
+            self.in_ring -= ring[self.cursor].len();
+            for e in ring[self.cursor].drain(..) {
+                near.push(e);
+            }
+            self.horizon_ns += 1 << BUCKET_SHIFT;
+            self.cursor = (self.cursor + 1) % BUCKETS;
+            self.pull_overflow();
+        }
+    }
+
+    /// Move overflow timers that the ring now reaches into it.
+    fn pull_overflow(&mut self) {
+        let reach_ns = self.horizon_ns + ((BUCKETS as u64) << BUCKET_SHIFT);
+        loop {
+            self.overflow.settle();
+            if self.overflow.v.is_empty() || self.overflow.top().time_ns >= reach_ns {
+                return;
+            }
+            let e = self.overflow.take_top();
+            self.push(e);
+        }
+    }
+
+    /// The earliest timer, or [`EMPTY`]. Needs `settle`.
+    #[inline]
+    fn top(&self) -> &Entry {
+        self.near.top()
+    }
+
+    #[inline]
+    fn take_top(&mut self) -> Entry {
+        self.near.take_top()
+    }
+
+    fn len(&self) -> usize {
+        self.near.len() + self.in_ring + self.overflow.len()
+    }
+}
+
+/// Packet events (transmissions, delay-line heads: few, near-future, popped
+/// constantly) in a heap, and timers (one or two per flow, mostly far away,
+/// popped rarely) in [`Timers`], under one sequence counter. Popping
+/// compares the two tops, so the order is exactly that of a single heap,
+/// while the hot heap stays small.
 #[derive(Debug)]
 pub struct EventQueue {
     /// The earliest packet event scheduled since the last pop, kept out of
@@ -205,7 +327,7 @@ pub struct EventQueue {
     /// unique, and `pop` takes the least of this and the two heap tops.
     front: Entry,
     packets: Heap,
-    timers: Heap,
+    timers: Timers,
     next_seq: u32,
     popped: u64,
     /// Events executed, by kind (index = the 4-bit kind of the encoding).
@@ -231,7 +353,7 @@ impl Default for EventQueue {
         EventQueue {
             front: EMPTY,
             packets: Heap::default(),
-            timers: Heap::default(),
+            timers: Timers::default(),
             next_seq: 0,
             popped: 0,
             popped_by_kind: [0; 9],
@@ -416,6 +538,49 @@ mod tests {
                 now = t;
             }
         }
+    }
+
+    #[test]
+    fn far_timers_pop_sorted_through_the_buckets_and_the_overflow() {
+        // Timers from nanoseconds to seconds ahead: within one bucket, across
+        // the ring (about 1 ms per bucket, 1.07 s in all), beyond it into the
+        // overflow, and after gaps that make the ring jump; equal times too.
+        let mut rng = crate::sim::rng::SimRng::derive(4, crate::sim::rng::Domain::Queue, 1);
+        let mut q = EventQueue::new();
+        let mut reference: Vec<(u64, u64)> = vec![];
+        let (mut seq, mut now) = (0u64, 0u64);
+        let mut popped = 0;
+        for round in 0..40_000 {
+            if rng.below(2) == 0 || q.is_empty() {
+                let ahead = match rng.below(5) {
+                    0 => rng.below(2_000),
+                    1 => rng.below(5_000_000),
+                    2 => rng.below(1_500_000_000),
+                    3 => 3_000_000_000 + rng.below(3),
+                    _ => 0,
+                };
+                let t = now + ahead;
+                q.schedule(t, Event::SenderTimer(seq as u32));
+                reference.push((t, seq));
+                seq += 1;
+            } else {
+                reference.sort();
+                let (t, s) = reference.remove(0);
+                assert_eq!(
+                    q.pop(),
+                    Some((t, Event::SenderTimer(s as u32))),
+                    "round {round}"
+                );
+                now = t;
+                popped += 1;
+            }
+        }
+        while let Some((t, ev)) = q.pop() {
+            reference.sort();
+            let (rt, s) = reference.remove(0);
+            assert_eq!((t, ev), (rt, Event::SenderTimer(s as u32)));
+        }
+        assert!(reference.is_empty() && popped > 10_000);
     }
 
     #[test]
