@@ -217,7 +217,16 @@ struct Timers {
     ring: Vec<Vec<Entry>>,
     in_ring: usize,
     overflow: Heap,
+    /// Emptied bucket buffers for reuse: a bucket holds no storage while it
+    /// is empty, so the ring keeps only what live timers need (a burst of
+    /// ten thousand timers in one bucket does not stay allocated), and
+    /// steady state allocates nothing.
+    spare: Vec<Vec<Entry>>,
 }
+
+/// Emptied bucket buffers kept for reuse, and the largest one kept (entries).
+const SPARE_BUCKETS: usize = 8;
+const SPARE_MAX_ENTRIES: usize = 1024;
 
 impl Default for Timers {
     fn default() -> Self {
@@ -228,6 +237,7 @@ impl Default for Timers {
             ring: (0..BUCKETS).map(|_| Vec::new()).collect(),
             in_ring: 0,
             overflow: Heap::default(),
+            spare: Vec::new(),
         }
     }
 }
@@ -243,7 +253,11 @@ impl Timers {
         }
         let k = (e.time_ns - self.horizon_ns) >> BUCKET_SHIFT;
         if k < BUCKETS as u64 {
-            self.ring[(self.cursor + k as usize) % BUCKETS].push(e);
+            let bucket = &mut self.ring[(self.cursor + k as usize) % BUCKETS];
+            if bucket.capacity() == 0 {
+                *bucket = self.spare.pop().unwrap_or_default();
+            }
+            bucket.push(e);
             self.in_ring += 1;
         } else {
             self.overflow.push(e);
@@ -273,10 +287,13 @@ impl Timers {
                 self.pull_overflow();
                 continue;
             }
-            let (ring, near) = (&mut self.ring, &mut self.near);
-            self.in_ring -= ring[self.cursor].len();
-            for e in ring[self.cursor].drain(..) {
-                near.push(e);
+            let mut bucket = std::mem::take(&mut self.ring[self.cursor]);
+            self.in_ring -= bucket.len();
+            for e in bucket.drain(..) {
+                self.near.push(e);
+            }
+            if self.spare.len() < SPARE_BUCKETS && bucket.capacity() <= SPARE_MAX_ENTRIES {
+                self.spare.push(bucket);
             }
             self.horizon_ns += 1 << BUCKET_SHIFT;
             self.cursor = (self.cursor + 1) % BUCKETS;
