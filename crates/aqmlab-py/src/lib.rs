@@ -8,12 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pyo3::create_exception!(
-    _engine,
-    ScenarioError,
-    PyValueError,
-    "The scenario is invalid (one line naming the field)."
-);
+pyo3::create_exception!(_engine, ScenarioError, PyValueError, "The scenario is invalid (one line naming the field).");
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
@@ -28,8 +23,7 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 /// Run engine code, turning a Rust panic into a Python `RuntimeError`
 /// (the engine's own errors stay in the inner `Result`).
 fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> PyResult<Result<T, String>> {
-    catch_unwind(AssertUnwindSafe(f))
-        .map_err(|p| PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p))))
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p))))
 }
 
 /// Validate a scenario (JSON text); returns the normalised scenario as JSON text.
@@ -38,10 +32,7 @@ fn validate(json: &str) -> PyResult<String> {
     match catch_unwind(|| scenario::parse(json)) {
         Ok(Ok(s)) => Ok(s.to_json().to_string()),
         Ok(Err(e)) => Err(ScenarioError::new_err(e)),
-        Err(p) => Err(PyRuntimeError::new_err(format!(
-            "engine panic: {}",
-            panic_message(p)
-        ))),
+        Err(p) => Err(PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p)))),
     }
 }
 
@@ -59,9 +50,7 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
         Column::U64(v) => ("<u8", bytes_of(v, u64::to_le_bytes)),
         Column::Str(v) => return Ok(PyList::new(py, v)?.into_any()),
     };
-    Ok((dtype, PyBytes::new(py, &data))
-        .into_pyobject(py)?
-        .into_any())
+    Ok((dtype, PyBytes::new(py, &data)).into_pyobject(py)?.into_any())
 }
 
 /// Run a scenario (JSON text). `progress(sim_seconds_done)` is called now and
@@ -69,11 +58,7 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
 /// where numeric columns are (dtype, little-endian bytes) and text columns lists.
 #[pyfunction]
 #[pyo3(signature = (json, progress=None))]
-fn run<'py>(
-    py: Python<'py>,
-    json: &str,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
+fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
     let s = scenario::parse(json).map_err(ScenarioError::new_err)?;
     let mut cb_error: Option<PyErr> = None;
     let outcome = py.detach(|| {
@@ -127,17 +112,14 @@ fn run<'py>(
 /// Names, summaries and default parameters of every AQM and congestion control (JSON text).
 #[pyfunction]
 fn registry() -> PyResult<String> {
-    scenario::registry()
-        .map(|r| r.to_string())
-        .map_err(PyRuntimeError::new_err)
+    scenario::registry().map(|r| r.to_string()).map_err(PyRuntimeError::new_err)
 }
 
 /// Deliberately panic inside the engine (tests check it surfaces as an exception).
 #[pyfunction]
 fn _panic_for_test() -> PyResult<()> {
     // Through the same guard as `run`, so the test covers run's conversion.
-    guarded(|| -> Result<(), String> { panic!("deliberate test panic") })?
-        .map_err(PyRuntimeError::new_err)
+    guarded(|| -> Result<(), String> { panic!("deliberate test panic") })?.map_err(PyRuntimeError::new_err)
 }
 
 #[pymodule]

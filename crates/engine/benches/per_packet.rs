@@ -2,9 +2,7 @@
 //! isolation: `cargo bench -p aqmlab-engine`. Prints ns per operation
 //! (median of 7 repeats). Whole-simulation throughput is `aqmlab bench`.
 
-use aqmlab_engine::aqm::{
-    self, FlowQueueCounters, Qdisc, QdiscCtx, QdiscEnv, QueueLimit, SubqueueCounters, MAX_SUBQUEUES,
-};
+use aqmlab_engine::aqm::{self, FlowQueueCounters, Qdisc, QdiscCtx, QdiscEnv, QueueLimit, SubqueueCounters, MAX_SUBQUEUES};
 use aqmlab_engine::cc::{self, AckEvent, CongestionControl, CongestionEvent, CongestionKind};
 use aqmlab_engine::net::packet::{Ecn, Packet, PacketKind};
 use aqmlab_engine::sim::rng::{Domain, SimRng};
@@ -20,14 +18,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Enqueue + dequeue of one packet with about 100 packets standing, at 1 Gbit/s.
 fn bench_aqm(name: &str) -> f64 {
-    let env = QdiscEnv {
-        link_rate_bps: 1_000_000_000,
-        mtu_bytes: 1500,
-        limit: QueueLimit {
-            pkts: Some(1000),
-            bytes: None,
-        },
-    };
+    let env = QdiscEnv { link_rate_bps: 1_000_000_000, mtu_bytes: 1500, limit: QueueLimit { pkts: Some(1000), bytes: None } };
     let mut runs = vec![];
     for _ in 0..7 {
         let (mut q, _) = aqm::build(name, &serde_json::Value::Null, &env).unwrap();
@@ -82,12 +73,7 @@ fn bench_cc(name: &str) -> f64 {
             };
             c.on_ack(black_box(&ev));
             if i % 200 == 199 {
-                c.on_congestion(&CongestionEvent {
-                    now_ns: ev.now_ns,
-                    kind: CongestionKind::Ecn,
-                    in_flight_segs: c.cwnd(),
-                    srtt_ns: 10_000_000,
-                });
+                c.on_congestion(&CongestionEvent { now_ns: ev.now_ns, kind: CongestionKind::Ecn, in_flight_segs: c.cwnd(), srtt_ns: 10_000_000 });
             }
         }
         black_box(c.cwnd());

@@ -10,12 +10,7 @@ fn main() {
     let p = &v["perf"];
     let pk = p["bottleneck_packets"].as_f64().unwrap();
     let w = p["wall_s"].as_f64().unwrap();
-    println!(
-        "pkts {pk} events {} wall {w:.3}s -> {:.2} Mpkt/s; events/pkt {}",
-        p["events"],
-        pk / w / 1e6,
-        p["events_by_kind"]
-    );
+    println!("pkts {pk} events {} wall {w:.3}s -> {:.2} Mpkt/s; events/pkt {}", p["events"], pk / w / 1e6, p["events_by_kind"]);
     if let Some(out) = args.next() {
         let perf = v["perf"].as_object_mut().unwrap();
         perf.retain(|k, _| k != "wall_s" && !k.ends_with("_per_s"));

@@ -8,8 +8,8 @@
 //! Errors are one line: `path: what is wrong (allowed: ...)`.
 
 use crate::sim::units::{
-    serde_buffer, serde_duration, serde_opt_duration, serde_opt_rate, serde_opt_size,
-    serde_per_second, serde_rate, BufferSpec,
+    serde_buffer, serde_duration, serde_opt_duration, serde_opt_rate, serde_opt_size, serde_per_second, serde_rate,
+    BufferSpec,
 };
 use crate::transport::{EcnSetting, TcpConfig};
 use crate::{aqm, cc};
@@ -133,12 +133,7 @@ pub struct BottleneckSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rate_schedule: Vec<RateChange>,
     /// Sender access-link rate (NIC serialisation); unlimited by default.
-    #[serde(
-        rename = "access_rate",
-        default,
-        with = "serde_opt_rate",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "access_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
     pub access_rate_bps: Option<u64>,
     /// A queue on the ACK path; uncongested (pure delay) by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,12 +163,7 @@ pub struct LinkSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// None: a pure delay (no serialisation, no queue).
-    #[serde(
-        rename = "rate",
-        default,
-        with = "serde_opt_rate",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
     pub rate_bps: Option<u64>,
     #[serde(rename = "delay", default, with = "serde_duration")]
     pub delay_ns: u64,
@@ -205,12 +195,7 @@ pub struct FlowGroup {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Base RTT (dumbbell).
-    #[serde(
-        rename = "rtt",
-        default,
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub rtt_ns: Option<u64>,
     /// End nodes (graph topology).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -228,36 +213,16 @@ pub struct FlowGroup {
     /// Each flow starts uniformly at random within this after `start`.
     #[serde(rename = "start_jitter", default, with = "serde_duration")]
     pub start_jitter_ns: u64,
-    #[serde(
-        rename = "stop",
-        default,
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub stop_ns: Option<u64>,
     /// Finite flow size (payload); unbounded when absent.
-    #[serde(
-        rename = "size",
-        default,
-        with = "serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
     /// UDP: sending rate; QCN: line (maximum) rate.
-    #[serde(
-        rename = "rate",
-        default,
-        with = "serde_opt_rate",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
     pub rate_bps: Option<u64>,
     /// UDP and QCN: datagram size on the wire (default: the MTU).
-    #[serde(
-        rename = "packet_size",
-        default,
-        with = "serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub packet_size_bytes: Option<u64>,
     /// Per Packet Value edge marker for each flow of the group (none: PV 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,26 +234,11 @@ pub struct FlowGroup {
 pub struct SizeDist {
     /// pareto | exponential | fixed | uniform
     pub dist: String,
-    #[serde(
-        rename = "min",
-        default,
-        with = "serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "min", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub min_bytes: Option<u64>,
-    #[serde(
-        rename = "max",
-        default,
-        with = "serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "max", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
-    #[serde(
-        rename = "mean",
-        default,
-        with = "serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "mean", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub mean_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<f64>,
@@ -308,12 +258,7 @@ pub struct Workload {
     pub cc: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    #[serde(
-        rename = "rtt",
-        default,
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub rtt_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src: Option<String>,
@@ -325,12 +270,7 @@ pub struct Workload {
     pub params: Value,
     #[serde(rename = "start", default, with = "serde_duration")]
     pub start_ns: u64,
-    #[serde(
-        rename = "stop",
-        default,
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub stop_ns: Option<u64>,
 }
 
@@ -355,19 +295,13 @@ pub struct MetricsConfig {
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        MetricsConfig {
-            interval_ns: default_interval(),
-            timeseries: true,
-            sojourn_histograms: true,
-            sojourn_samples_every: 0,
-        }
+        MetricsConfig { interval_ns: default_interval(), timeseries: true, sojourn_histograms: true, sojourn_samples_every: 0 }
     }
 }
 
 /// Parse the JSON form of a scenario (strict keys), then validate it.
 pub fn parse(json: &str) -> Result<Scenario, String> {
-    let v: Value =
-        serde_json::from_str(json).map_err(|e| format!("scenario is not valid JSON: {e}"))?;
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("scenario is not valid JSON: {e}"))?;
     let mut s: Scenario = from_value_path(v)?;
     s.validate()?;
     Ok(s)
@@ -388,43 +322,22 @@ fn check_rate(path: &str, r: u64) -> Result<(), String> {
 }
 
 fn check_buffer(path: &str, b: BufferSpec) -> Result<(), String> {
-    if matches!(
-        b,
-        BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)
-    ) {
+    if matches!(b, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
         return Err(format!("{path}: must be positive"));
     }
     Ok(())
 }
 
 /// Validate and normalise a queue: returns the params with defaults filled.
-fn check_queue(
-    path: &str,
-    aqm_name: &str,
-    params: &Value,
-    rate_bps: u64,
-    buffer: BufferSpec,
-    mtu: u32,
-) -> Result<Value, String> {
+fn check_queue(path: &str, aqm_name: &str, params: &Value, rate_bps: u64, buffer: BufferSpec, mtu: u32) -> Result<Value, String> {
     check_buffer(&format!("{path}.buffer"), buffer)?;
     if !(params.is_null() || params.is_object()) {
-        return Err(format!(
-            "{path}.params: must be a table of parameter overrides"
-        ));
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
     }
-    let env = aqm::QdiscEnv {
-        link_rate_bps: rate_bps,
-        mtu_bytes: mtu,
-        limit: aqm::QueueLimit::from_spec(buffer, rate_bps),
-    };
+    let env = aqm::QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: mtu, limit: aqm::QueueLimit::from_spec(buffer, rate_bps) };
     match aqm::lookup(aqm_name) {
-        None => Err(format!(
-            "{path}.aqm: {}",
-            unknown_choice("AQM", aqm_name, &aqm::aqm_names())
-        )),
-        Some(e) => (e.build)(params, &env)
-            .map(|(_, p)| p)
-            .map_err(|m| join_path(&format!("{path}.params"), &m)),
+        None => Err(format!("{path}.aqm: {}", unknown_choice("AQM", aqm_name, &aqm::aqm_names()))),
+        Some(e) => (e.build)(params, &env).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m)),
     }
 }
 
@@ -432,9 +345,7 @@ fn check_schedule(path: &str, sched: &[RateChange]) -> Result<(), String> {
     for (i, c) in sched.iter().enumerate() {
         check_rate(&format!("{path}.rate_schedule[{i}].rate"), c.rate_bps)?;
         if i > 0 && c.at_ns < sched[i - 1].at_ns {
-            return Err(format!(
-                "{path}.rate_schedule[{i}].at: changes must be in time order"
-            ));
+            return Err(format!("{path}.rate_schedule[{i}].at: changes must be in time order"));
         }
     }
     Ok(())
@@ -444,9 +355,7 @@ fn check_schedule(path: &str, sched: &[RateChange]) -> Result<(), String> {
 /// becomes "prefix.field: msg"; a message without a field becomes "prefix: msg".
 pub fn join_path(prefix: &str, msg: &str) -> String {
     match msg.split_once(": ") {
-        Some((head, _)) if !head.is_empty() && !head.contains(' ') && !head.contains('\'') => {
-            format!("{prefix}.{msg}")
-        }
+        Some((head, _)) if !head.is_empty() && !head.contains(' ') && !head.contains('\'') => format!("{prefix}.{msg}"),
         _ => format!("{prefix}: {msg}"),
     }
 }
@@ -466,21 +375,11 @@ pub fn is_rate_based(cc_name: &str) -> bool {
 /// controls and the `qcn` source (`udp` takes no parameters). AQM defaults
 /// that depend on the link are shown for 100 Mbit/s and 1500-byte packets.
 pub fn registry() -> Result<Value, String> {
-    let env = aqm::QdiscEnv {
-        link_rate_bps: 100_000_000,
-        mtu_bytes: 1500,
-        limit: aqm::QueueLimit {
-            pkts: Some(1000),
-            bytes: None,
-        },
-    };
+    let env = aqm::QdiscEnv { link_rate_bps: 100_000_000, mtu_bytes: 1500, limit: aqm::QueueLimit { pkts: Some(1000), bytes: None } };
     let mut aqms = serde_json::Map::new();
     for e in aqm::REGISTRY {
         let (_, defaults) = (e.build)(&Value::Null, &env)?;
-        aqms.insert(
-            e.name.into(),
-            serde_json::json!({"summary": e.summary, "defaults": defaults}),
-        );
+        aqms.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults}));
     }
     let mut ccs = serde_json::Map::new();
     for e in cc::REGISTRY {
@@ -488,10 +387,7 @@ pub fn registry() -> Result<Value, String> {
         ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
     }
     let (summary, defaults) = crate::transport::qcn_rp::registry_entry();
-    ccs.insert(
-        "qcn".into(),
-        serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}),
-    );
+    ccs.insert("qcn".into(), serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}));
     Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": EcnSetting::NAMES}))
 }
 
@@ -508,12 +404,7 @@ pub fn resolve_ecn(path: &str, cc_name: &str, ecn: Option<&str>) -> Result<EcnSe
         Some(e) => e,
         None => cc::lookup(cc_name).map_or("off", |e| e.default_ecn),
     };
-    EcnSetting::parse(name).ok_or_else(|| {
-        format!(
-            "{path}.ecn: {}",
-            unknown_choice("ECN setting", name, &EcnSetting::NAMES)
-        )
-    })
+    EcnSetting::parse(name).ok_or_else(|| format!("{path}.ecn: {}", unknown_choice("ECN setting", name, &EcnSetting::NAMES)))
 }
 
 /// Validate the endpoints and controller of a flow group or workload; returns normalised CC params.
@@ -529,46 +420,32 @@ fn check_endpoint(
     bottleneck_delay_ns: u64,
 ) -> Result<Value, String> {
     if !flow_cc_names().contains(&cc_name) {
-        return Err(format!(
-            "{path}.cc: {}",
-            unknown_choice("congestion control", cc_name, &flow_cc_names())
-        ));
+        return Err(format!("{path}.cc: {}", unknown_choice("congestion control", cc_name, &flow_cc_names())));
     }
     resolve_ecn(path, cc_name, ecn)?;
     match topo {
         None => {
-            let rtt = rtt_ns.ok_or_else(|| {
-                format!("{path}.rtt: required (the flow's base RTT, e.g. '10ms')")
-            })?;
+            let rtt = rtt_ns.ok_or_else(|| format!("{path}.rtt: required (the flow's base RTT, e.g. '10ms')"))?;
             if rtt == 0 {
                 return Err(format!("{path}.rtt: must be positive"));
             }
             if rtt < 2 * bottleneck_delay_ns {
-                return Err(format!(
-                    "{path}.rtt: {} is shorter than twice the bottleneck delay",
-                    crate::sim::units::format_duration_ns(rtt)
-                ));
+                return Err(format!("{path}.rtt: {} is shorter than twice the bottleneck delay", crate::sim::units::format_duration_ns(rtt)));
             }
             if src.is_some() || dst.is_some() {
-                return Err(format!(
-                    "{path}: src/dst apply to a [topology]; a dumbbell flow takes rtt"
-                ));
+                return Err(format!("{path}: src/dst apply to a [topology]; a dumbbell flow takes rtt"));
             }
         }
         Some(t) => {
             let nodes = t.node_names();
             for (k, v) in [("src", src), ("dst", dst)] {
-                let n = v
-                    .as_deref()
-                    .ok_or_else(|| format!("{path}.{k}: required with a [topology]"))?;
+                let n = v.as_deref().ok_or_else(|| format!("{path}.{k}: required with a [topology]"))?;
                 if !nodes.contains(&n) {
                     return Err(format!("{path}.{k}: {}", unknown_choice("node", n, &nodes)));
                 }
             }
             if rtt_ns.is_some() {
-                return Err(format!(
-                    "{path}.rtt: with a [topology] the RTT follows from the links"
-                ));
+                return Err(format!("{path}.rtt: with a [topology] the RTT follows from the links"));
             }
         }
     }
@@ -579,18 +456,13 @@ fn check_endpoint(
         return Ok(Value::Null);
     }
     if !(params.is_null() || params.is_object()) {
-        return Err(format!(
-            "{path}.params: must be a table of parameter overrides"
-        ));
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
     }
     if cc_name == "qcn" {
-        return crate::transport::qcn_rp::normalize_params(params)
-            .map_err(|m| join_path(&format!("{path}.params"), &m));
+        return crate::transport::qcn_rp::normalize_params(params).map_err(|m| join_path(&format!("{path}.params"), &m));
     }
     let e = cc::lookup(cc_name).expect("checked above");
-    (e.build)(params)
-        .map(|(_, p)| p)
-        .map_err(|m| join_path(&format!("{path}.params"), &m))
+    (e.build)(params).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m))
 }
 
 impl TopologySpec {
@@ -627,12 +499,7 @@ impl Scenario {
         let mtu = self.tcp.mtu_bytes;
         let mut bottleneck_delay = 0;
         match (&mut self.bottleneck, &mut self.topology) {
-            (Some(_), Some(_)) => {
-                return Err(
-                    "bottleneck: give either [bottleneck] (a dumbbell) or [topology], not both"
-                        .into(),
-                )
-            }
+            (Some(_), Some(_)) => return Err("bottleneck: give either [bottleneck] (a dumbbell) or [topology], not both".into()),
             (None, None) => return Err("bottleneck: required (or a [topology] with links)".into()),
             (Some(b), None) => {
                 check_rate("bottleneck.rate", b.rate_bps)?;
@@ -642,14 +509,7 @@ impl Scenario {
                 b.params = check_queue("bottleneck", &b.aqm, &b.params, b.rate_bps, b.buffer, mtu)?;
                 if let Some(r) = &mut b.reverse {
                     check_rate("bottleneck.reverse.rate", r.rate_bps)?;
-                    r.queue.params = check_queue(
-                        "bottleneck.reverse",
-                        &r.queue.aqm,
-                        &r.queue.params,
-                        r.rate_bps,
-                        r.queue.buffer,
-                        mtu,
-                    )?;
+                    r.queue.params = check_queue("bottleneck.reverse", &r.queue.aqm, &r.queue.params, r.rate_bps, r.queue.buffer, mtu)?;
                 }
                 if let Some(a) = b.access_rate_bps {
                     check_rate("bottleneck.access_rate", a)?;
@@ -690,17 +550,7 @@ impl Scenario {
             if f.count == 0 {
                 return Err(format!("{p}.count: must be at least 1"));
             }
-            f.params = check_endpoint(
-                &p,
-                &f.cc,
-                &f.params,
-                f.ecn.as_deref(),
-                f.rtt_ns,
-                &f.src,
-                &f.dst,
-                &topo,
-                bottleneck_delay,
-            )?;
+            f.params = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
             f.ecn = Some(format!("{:?}", resolve_ecn(&p, &f.cc, f.ecn.as_deref())?).to_lowercase());
             if let Some(m) = &mut f.marker {
                 m.validate(&format!("{p}.marker"))?;
@@ -711,15 +561,10 @@ impl Scenario {
                 }
             }
             if is_rate_based(&f.cc) {
-                let r = f.rate_bps.ok_or_else(|| {
-                    format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc)
-                })?;
+                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
                 check_rate(&format!("{p}.rate"), r)?;
                 if f.size_bytes.is_some() {
-                    return Err(format!(
-                        "{p}.size: {} flows run from start to stop; size applies to TCP",
-                        f.cc
-                    ));
+                    return Err(format!("{p}.size: {} flows run from start to stop; size applies to TCP", f.cc));
                 }
                 let ps = f.packet_size_bytes.unwrap_or(mtu as u64);
                 if !(64..=65_535).contains(&ps) {
@@ -730,9 +575,7 @@ impl Scenario {
                     return Err(format!("{p}.rate: only udp and qcn flows have a rate"));
                 }
                 if f.packet_size_bytes.is_some() {
-                    return Err(format!(
-                        "{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"
-                    ));
+                    return Err(format!("{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"));
                 }
                 if f.size_bytes == Some(0) {
                     return Err(format!("{p}.size: must be positive"));
@@ -742,31 +585,15 @@ impl Scenario {
         for (i, w) in self.workloads.iter_mut().enumerate() {
             let p = format!("workloads[{i}]");
             if w.kind != "web" {
-                return Err(format!(
-                    "{p}.kind: {}",
-                    unknown_choice("workload kind", &w.kind, &["web"])
-                ));
+                return Err(format!("{p}.kind: {}", unknown_choice("workload kind", &w.kind, &["web"])));
             }
             if w.arrival != "poisson" {
-                return Err(format!(
-                    "{p}.arrival: {}",
-                    unknown_choice("arrival process", &w.arrival, &["poisson"])
-                ));
+                return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
             }
             if is_rate_based(&w.cc) {
                 return Err(format!("{p}.cc: web workloads carry TCP flows"));
             }
-            w.params = check_endpoint(
-                &p,
-                &w.cc,
-                &w.params,
-                w.ecn.as_deref(),
-                w.rtt_ns,
-                &w.src,
-                &w.dst,
-                &topo,
-                bottleneck_delay,
-            )?;
+            w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
             w.ecn = Some(format!("{:?}", resolve_ecn(&p, &w.cc, w.ecn.as_deref())?).to_lowercase());
             w.size.check(&format!("{p}.size"))?;
         }
@@ -783,20 +610,14 @@ pub const SIZE_DISTS: [&str; 4] = ["pareto", "exponential", "fixed", "uniform"];
 
 impl SizeDist {
     fn check(&self, path: &str) -> Result<(), String> {
-        let need = |v: Option<u64>, k: &str| {
-            v.filter(|&x| x > 0).ok_or_else(|| {
-                format!("{path}.{k}: required and positive for dist '{}'", self.dist)
-            })
-        };
+        let need = |v: Option<u64>, k: &str| v.filter(|&x| x > 0).ok_or_else(|| format!("{path}.{k}: required and positive for dist '{}'", self.dist));
         match self.dist.as_str() {
             "pareto" => {
                 let (lo, hi) = (need(self.min_bytes, "min")?, need(self.max_bytes, "max")?);
                 if hi <= lo {
                     return Err(format!("{path}.max: must exceed min"));
                 }
-                let shape = self
-                    .shape
-                    .ok_or_else(|| format!("{path}.shape: required for pareto (e.g. 1.2)"))?;
+                let shape = self.shape.ok_or_else(|| format!("{path}.shape: required for pareto (e.g. 1.2)"))?;
                 if !(shape > 0.0 && shape.is_finite()) {
                     return Err(format!("{path}.shape: must be positive"));
                 }
@@ -810,12 +631,7 @@ impl SizeDist {
                     return Err(format!("{path}.max: must not be below min"));
                 }
             }
-            other => {
-                return Err(format!(
-                    "{path}.dist: {}",
-                    unknown_choice("size distribution", other, &SIZE_DISTS)
-                ))
-            }
+            other => return Err(format!("{path}.dist: {}", unknown_choice("size distribution", other, &SIZE_DISTS))),
         }
         Ok(())
     }
@@ -823,11 +639,7 @@ impl SizeDist {
     /// Draw a flow size in bytes (at least 1).
     pub fn sample(&self, rng: &mut crate::sim::rng::SimRng) -> u64 {
         let v = match self.dist.as_str() {
-            "pareto" => rng.bounded_pareto(
-                self.min_bytes.unwrap() as f64,
-                self.max_bytes.unwrap() as f64,
-                self.shape.unwrap(),
-            ),
+            "pareto" => rng.bounded_pareto(self.min_bytes.unwrap() as f64, self.max_bytes.unwrap() as f64, self.shape.unwrap()),
             "exponential" => rng.exponential(self.mean_bytes.unwrap() as f64),
             "uniform" => {
                 let (lo, hi) = (self.min_bytes.unwrap(), self.max_bytes.unwrap());
@@ -850,14 +662,8 @@ pub fn from_value_path<T: DeserializeOwned>(value: Value) -> Result<T, String> {
         let msg = polish_serde_message(&e.inner().to_string());
         // serde's path for an unknown key ends in the key itself; name the parent.
         if msg.starts_with("unknown key '") {
-            let key = msg["unknown key '".len()..]
-                .split('\'')
-                .next()
-                .unwrap_or("");
-            if let Some(parent) = path
-                .strip_suffix(key)
-                .map(|p| p.trim_end_matches('.').to_string())
-            {
+            let key = msg["unknown key '".len()..].split('\'').next().unwrap_or("");
+            if let Some(parent) = path.strip_suffix(key).map(|p| p.trim_end_matches('.').to_string()) {
                 path = parent;
             }
         }
@@ -939,24 +745,13 @@ mod tests {
     #[test]
     fn the_registry_lists_every_name_a_scenario_accepts_with_defaults_that_validate() {
         let reg = registry().unwrap();
-        let listed: Vec<&str> = reg["cc"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .chain(["udp"])
-            .collect();
+        let listed: Vec<&str> = reg["cc"].as_object().unwrap().keys().map(String::as_str).chain(["udp"]).collect();
         let mut accepted = flow_cc_names();
         accepted.sort_unstable();
         let mut listed_sorted = listed.clone();
         listed_sorted.sort_unstable();
         assert_eq!(listed_sorted, accepted);
-        let aqms: Vec<&str> = reg["aqm"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let aqms: Vec<&str> = reg["aqm"].as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(aqms.len(), aqm::REGISTRY.len());
         // Each source's listed defaults, given back as its params, are accepted.
         let mut v = base();
@@ -983,27 +778,18 @@ mod tests {
     fn typos_get_did_you_mean_with_the_path() {
         let mut v = base();
         v["bottleneck"]["aqm"] = "fifp".into();
-        assert!(err(v).starts_with(
-            "bottleneck.aqm: unknown AQM 'fifp' (did you mean 'fifo'? allowed: fifo, step"
-        ));
+        assert!(err(v).starts_with("bottleneck.aqm: unknown AQM 'fifp' (did you mean 'fifo'? allowed: fifo, step"));
         let mut v = base();
         v["flows"][0]["cc"] = "rneo".into();
-        assert!(err(v)
-            .starts_with("flows[0].cc: unknown congestion control 'rneo' (did you mean 'reno'?"));
+        assert!(err(v).starts_with("flows[0].cc: unknown congestion control 'rneo' (did you mean 'reno'?"));
         let mut v = base();
         v["bottleneck"]["rtae"] = "1Mbps".into();
         let e = err(v);
-        assert!(
-            e.starts_with("bottleneck: unknown key 'rtae' (did you mean 'rate'?"),
-            "{e}"
-        );
+        assert!(e.starts_with("bottleneck: unknown key 'rtae' (did you mean 'rate'?"), "{e}");
         let mut v = base();
         v["flows"][0]["params"] = serde_json::json!({"betta": 0.7});
         let e = err(v);
-        assert!(
-            e.starts_with("flows[0].params: unknown key 'betta' (did you mean 'beta'?"),
-            "{e}"
-        );
+        assert!(e.starts_with("flows[0].params: unknown key 'betta' (did you mean 'beta'?"), "{e}");
     }
 
     #[test]
@@ -1041,16 +827,10 @@ mod tests {
         let mut w = v.clone();
         w["flows"][0]["params"] = serde_json::json!({"fbaht": true});
         let e = err(w);
-        assert!(
-            e.starts_with("flows[0].params: unknown key 'fbaht' (did you mean 'fbhat'?"),
-            "{e}"
-        );
+        assert!(e.starts_with("flows[0].params: unknown key 'fbaht' (did you mean 'fbhat'?"), "{e}");
         let mut w = v.clone();
         w["flows"][0]["rate"] = serde_json::Value::Null;
-        assert_eq!(
-            err(w),
-            "flows[0].rate: required for a qcn flow (e.g. '10Mbps')"
-        );
+        assert_eq!(err(w), "flows[0].rate: required for a qcn flow (e.g. '10Mbps')");
         let mut w = v.clone();
         w["flows"][0]["params"] = serde_json::json!({"gd": 0.5});
         assert!(err(w).starts_with("flows[0].params.gd: must lie in (0, 1/63)"));

@@ -190,9 +190,7 @@ impl World {
         let (topology, mut links) = Topology::build(s, opt)?;
         if s.engine.lookahead {
             for (i, l) in links.iter_mut().enumerate() {
-                l.enable_departure_lookahead(
-                    topology.rate_changes.iter().any(|c| c.1 as usize == i),
-                );
+                l.enable_departure_lookahead(topology.rate_changes.iter().any(|c| c.1 as usize == i));
             }
         }
         let mut w = World {
@@ -251,16 +249,10 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let rate_based = g.rate_bps.map(|r| {
-                    (
-                        r,
-                        g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32,
-                    )
-                });
+                let rate_based = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
                 let id = w.add_flow(info, &attach, &g.params, rate_based)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
-                w.flows[id as usize].marker =
-                    g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
+                w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
         }
         for (wi, wl) in s.workloads.iter().enumerate() {
@@ -274,11 +266,7 @@ impl World {
                 params: wl.params.clone(),
                 ecn,
                 attach: attach_of(wl.rtt_ns, &wl.src, &wl.dst),
-                label: wl
-                    .label
-                    .clone()
-                    .unwrap_or_else(|| format!("web-{}", wl.cc))
-                    .into(),
+                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)).into(),
                 cc_name: wl.cc.as_str().into(),
             };
             w.workloads.push(gen);
@@ -324,13 +312,7 @@ impl World {
 
     /// Create a flow (at build time or when a workload spawns one);
     /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
-    fn add_flow(
-        &mut self,
-        mut info: FlowInfo,
-        attach: &Attach,
-        params: &Value,
-        rate_based: Option<(u64, u32)>,
-    ) -> Result<u32, String> {
+    fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
         let mut paths = self.topology.paths(attach, &mut self.links)?;
         info.base_rtt_ns = paths.base_rtt_ns;
@@ -347,18 +329,8 @@ impl World {
         } else {
             0
         };
-        let mut fwd = route::compile(
-            &paths.fwd,
-            &self.links,
-            &mut self.lines,
-            &mut self.line_index,
-        );
-        let rev = route::compile(
-            &paths.rev,
-            &self.links,
-            &mut self.lines,
-            &mut self.line_index,
-        );
+        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
+        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
         if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
             route::make_sink_line(&mut fwd);
         }
@@ -370,19 +342,11 @@ impl World {
                 Sink::Datagram(DatagramSink::default()),
             ),
             Some((rate, size)) => (
-                Source::Cbr(CbrSource::new(
-                    id,
-                    rate,
-                    size,
-                    info.ecn.codepoint(),
-                    info.start_ns,
-                    info.stop_ns,
-                )),
+                Source::Cbr(CbrSource::new(id, rate, size, info.ecn.codepoint(), info.start_ns, info.stop_ns)),
                 Sink::Datagram(DatagramSink::default()),
             ),
             None => {
-                let entry = cc::lookup(info.cc.as_ref())
-                    .ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
+                let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
                 let (mut controller, _) = (entry.build)(params)?;
                 controller.set_rng(SimRng::derive(self.seed, Domain::Cc, id as u64));
                 let spec = SenderSpec {
@@ -431,10 +395,7 @@ impl World {
         let mut since_progress = 0u64;
         while let Some((t, ev)) = self.events.pop_until(self.end_ns) {
             if t < self.now_ns {
-                return Err(format!(
-                    "time went backwards: event {ev:?} at {t} ns after {} ns",
-                    self.now_ns
-                ));
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
             }
             self.now_ns = t;
             self.dispatch(ev);
@@ -471,29 +432,18 @@ impl World {
     /// leave it unsimulated in its first delay line.
     fn catch_up_sources(&mut self) -> Result<(), String> {
         let end = self.end_ns;
-        let horizon = end
-            + self
-                .flows
-                .iter()
-                .map(|f| f.clock_offset_ns)
-                .max()
-                .unwrap_or(0);
+        let horizon = end + self.flows.iter().map(|f| f.clock_offset_ns).max().unwrap_or(0);
         if horizon == end {
             return Ok(());
         }
         self.catching_up = true;
         while let Some((t, ev)) = self.events.pop_until(horizon) {
             if t < self.now_ns {
-                return Err(format!(
-                    "time went backwards: event {ev:?} at {t} ns after {} ns",
-                    self.now_ns
-                ));
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
             }
             self.now_ns = t;
             match ev {
-                Event::SenderTimer(f) if t - self.flows[f as usize].clock_offset_ns <= end => {
-                    self.on_source_timer(f as usize)
-                }
+                Event::SenderTimer(f) if t - self.flows[f as usize].clock_offset_ns <= end => self.on_source_timer(f as usize),
                 Event::LineArrival(d) => {
                     let d = d as usize;
                     if !self.lines[d].take_event(t) {
@@ -550,9 +500,7 @@ impl World {
             self.send_feedback(l);
         }
         let link = &mut self.links[l];
-        if (link.loss == 0.0 && link.mark == 0.0)
-            || link.apply_random(&mut pkt, &mut self.flow_counters)
-        {
+        if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
             self.forward(&mut pkt);
         }
     }
@@ -605,9 +553,7 @@ impl World {
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
                 if q.departs_on_arrival() {
-                    if let Some(leaves_ns) =
-                        q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters)
-                    {
+                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
                         self.forward_ahead(pkt, leaves_ns);
                     }
                     return;
@@ -634,12 +580,8 @@ impl World {
             return; // still on the wire at the end, as its departure event would not run
         }
         match self.routes.stage(pkt.route, pkt.hop) {
-            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => {
-                self.enter_line(pkt, line, leaves_ns)
-            }
-            other => {
-                unreachable!("a line follows every queue with departure lookahead, found {other:?}")
-            }
+            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => self.enter_line(pkt, line, leaves_ns),
+            other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
         }
     }
 
@@ -841,9 +783,7 @@ impl World {
     }
 
     fn sync_qdisc_timer(&mut self, l: usize) {
-        let Some(q) = self.links[l].queue.as_mut() else {
-            return;
-        };
+        let Some(q) = self.links[l].queue.as_mut() else { return };
         if let Some(t) = q.qdisc.next_timer_ns() {
             let t = t.max(self.now_ns);
             if q.timer_at.is_none_or(|a| t < a) {
@@ -891,12 +831,10 @@ impl World {
         };
         let (attach, params) = (g.attach.clone(), g.params.clone());
         // Validated at parse time; a failure here would be an engine bug.
-        self.add_flow(info, &attach, &params, None)
-            .expect("workload flow builds");
+        self.add_flow(info, &attach, &params, None).expect("workload flow builds");
         let next = now + self.next_gap(wi);
         if next < self.workloads[wi].stop_ns {
-            self.events
-                .schedule(next, Event::WorkloadArrival(wi as u32));
+            self.events.schedule(next, Event::WorkloadArrival(wi as u32));
         }
     }
 
@@ -971,17 +909,7 @@ impl World {
                 if s.state() == SenderState::Finished {
                     f.sampled_done = true;
                 }
-                self.flow_ts.push(
-                    t,
-                    i as u32,
-                    delivered,
-                    s.cwnd(),
-                    s.ssthresh(),
-                    s.srtt_ns(),
-                    s.in_flight(),
-                    s.stats.retransmits,
-                    0,
-                );
+                self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits, 0);
                 let names = s.cc.probe_names();
                 if !names.is_empty() && !f.info.from_workload {
                     let mut vals = [0.0; 8];
@@ -991,13 +919,9 @@ impl World {
                     }
                 }
             }
-            Source::Cbr(c) => {
-                self.flow_ts
-                    .push(t, i as u32, delivered, 0, 0, 0, 0, 0, c.rate_bps())
-            }
+            Source::Cbr(c) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, c.rate_bps()),
             Source::Qcn(q) => {
-                self.flow_ts
-                    .push(t, i as u32, delivered, 0, 0, 0, 0, 0, q.rp.rate_bps());
+                self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, q.rp.rate_bps());
                 let mut vals = [0.0; 8];
                 let names = q.probe_names();
                 q.probe(&mut vals[..names.len()]);
@@ -1012,11 +936,7 @@ impl World {
     /// `local_ns`: its state has not changed since its previous event.
     #[inline(always)]
     fn flush_source_samples(&mut self, f: usize, local_ns: u64) {
-        if self.flows[f]
-            .pending_samples
-            .first()
-            .is_some_and(|&(t, _)| t < local_ns)
-        {
+        if self.flows[f].pending_samples.first().is_some_and(|&(t, _)| t < local_ns) {
             self.flush_source_samples_due(f, local_ns);
         }
     }
@@ -1053,11 +973,7 @@ impl World {
                     ));
                 }
                 if r.rcv_nxt() < s.snd_una() {
-                    return Err(format!(
-                        "flow {i}: sender saw ACK {} beyond receiver's {}",
-                        s.snd_una(),
-                        r.rcv_nxt()
-                    ));
+                    return Err(format!("flow {i}: sender saw ACK {} beyond receiver's {}", s.snd_una(), r.rcv_nxt()));
                 }
                 s.check_invariants().map_err(|e| format!("flow {i}: {e}"))?;
             }
@@ -1074,12 +990,7 @@ impl World {
     }
 
     pub fn bottleneck_packets(&self) -> u64 {
-        self.links
-            .iter()
-            .filter(|l| l.bottleneck)
-            .filter_map(|l| l.queue.as_ref())
-            .map(|q| q.data_departed)
-            .sum()
+        self.links.iter().filter(|l| l.bottleneck).filter_map(|l| l.queue.as_ref()).map(|q| q.data_departed).sum()
     }
 
     pub fn wall_s(&self) -> f64 {
@@ -1108,11 +1019,7 @@ impl World {
 
     /// Parts taken by the summary builder.
     pub(crate) fn take_series(&mut self) -> (FlowSeries, QueueSeries, ProbeSeries) {
-        (
-            std::mem::take(&mut self.flow_ts),
-            std::mem::take(&mut self.queue_ts),
-            std::mem::take(&mut self.probes),
-        )
+        (std::mem::take(&mut self.flow_ts), std::mem::take(&mut self.queue_ts), std::mem::take(&mut self.probes))
     }
 }
 
@@ -1140,10 +1047,7 @@ fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
 fn attach_of(rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {
     match rtt {
         Some(r) => Attach::Rtt(r),
-        None => Attach::Nodes {
-            src: src.clone().unwrap_or_default(),
-            dst: dst.clone().unwrap_or_default(),
-        },
+        None => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
     }
 }
 
@@ -1154,3 +1058,4 @@ pub fn run_json(json: &str, progress: impl FnMut(u64) -> bool) -> Result<Results
     w.run(progress)?;
     Ok(w.into_results())
 }
+

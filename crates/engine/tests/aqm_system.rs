@@ -35,10 +35,7 @@ fn four_cubic_flows_hold_each_aqm_near_its_delay_target() {
         let mean = sojourn(stats, "mean");
         eprintln!("{aqm}: mean sojourn {mean:.2} ms (target {target}), utilization {util:.3}");
         assert!(util > 0.90, "{aqm}: utilization {util}");
-        assert!(
-            (lo..=hi).contains(&mean),
-            "{aqm}: mean sojourn {mean:.2} ms, target {target} ms"
-        );
+        assert!((lo..=hi).contains(&mean), "{aqm}: mean sojourn {mean:.2} ms, target {target} ms");
     }
 }
 
@@ -60,17 +57,12 @@ fn dualpi2_gives_l4s_sub_millisecond_delay_and_near_equal_rates() {
     let q = queue(&r, "bottleneck");
     let l4s = &q["subqueues"]["l4s"];
     let (p50, p99) = (sojourn(l4s, "p50"), sojourn(l4s, "p99"));
-    let ratio = r.summary()["fairness"]["l4s_classic_ratio"]
-        .as_f64()
-        .unwrap();
+    let ratio = r.summary()["fairness"]["l4s_classic_ratio"].as_f64().unwrap();
     eprintln!("dualpi2: L4S p50 {p50:.3} ms p99 {p99:.3} ms, DCTCP:CUBIC {ratio:.2}, classic mean {:.2} ms", sojourn(&q["subqueues"]["classic"], "mean"));
     assert!(p50 < 1.0, "L4S median sojourn {p50} ms");
     assert!(p99 < 2.0, "L4S p99 sojourn {p99} ms");
     assert_eq!(l4s["drops"].as_u64().unwrap(), 0, "L4S drops");
-    assert!(
-        (0.5..=2.0).contains(&ratio),
-        "DCTCP:CUBIC goodput ratio {ratio}"
-    );
+    assert!((0.5..=2.0).contains(&ratio), "DCTCP:CUBIC goodput ratio {ratio}");
 }
 
 #[test]
@@ -79,9 +71,7 @@ fn single_queue_pie_and_red_let_dctcp_starve_cubic() {
     // both, so DCTCP (W ≈ 2/p) far out-grows CUBIC (W ∝ p^-3/4).
     for aqm in ["pie", "red"] {
         let r = pair(aqm, json!({"ecn": true}));
-        let ratio = r.summary()["fairness"]["l4s_classic_ratio"]
-            .as_f64()
-            .unwrap();
+        let ratio = r.summary()["fairness"]["l4s_classic_ratio"].as_f64().unwrap();
         eprintln!("{aqm}: DCTCP:CUBIC {ratio:.1}");
         assert!(ratio > 5.0, "{aqm}: DCTCP:CUBIC goodput ratio {ratio}");
     }

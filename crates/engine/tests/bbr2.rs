@@ -17,13 +17,8 @@ fn bbr2_fills_the_pipe_with_a_small_queue_where_cubic_fills_the_buffer() {
     let (b, c) = (scenario("bbr2"), scenario("cubic"));
     let (qb, qc) = (queue(&b, "bottleneck"), queue(&c, "bottleneck"));
     let util = qb["utilization"].as_f64().unwrap();
-    let (db, dc) = (
-        qb["sojourn_ms"]["mean"].as_f64().unwrap(),
-        qc["sojourn_ms"]["mean"].as_f64().unwrap(),
-    );
-    eprintln!(
-        "bbr2: utilization {util:.3}, mean sojourn {db:.1} ms; cubic: mean sojourn {dc:.1} ms"
-    );
+    let (db, dc) = (qb["sojourn_ms"]["mean"].as_f64().unwrap(), qc["sojourn_ms"]["mean"].as_f64().unwrap());
+    eprintln!("bbr2: utilization {util:.3}, mean sojourn {db:.1} ms; cubic: mean sojourn {dc:.1} ms");
     assert!(util > 0.9, "utilization {util}");
     // BBR bounds inflight near 1-2 BDP (queue ≤ 1 BDP = 40 ms); CUBIC fills 500 packets (300 ms).
     assert!(db < 40.0, "BBRv2 mean queueing delay {db} ms");
@@ -40,10 +35,7 @@ fn bbr2_tracks_the_path_min_rtt_through_probe_rtt() {
     }));
     let t = r.table("probes");
     let (probe, value) = (t.strs("probe"), t.f64s("value"));
-    let min_rtt: Vec<f64> = (0..probe.len())
-        .filter(|&i| probe[i] == "min_rtt_ms")
-        .map(|i| value[i])
-        .collect();
+    let min_rtt: Vec<f64> = (0..probe.len()).filter(|&i| probe[i] == "min_rtt_ms").map(|i| value[i]).collect();
     let last = *min_rtt.last().unwrap();
     eprintln!("bbr2 min_rtt estimate {last:.2} ms (base 50 ms)");
     // Base RTT plus at most a few serialisation times (1.2 ms each at 10 Mbit/s).
@@ -81,10 +73,7 @@ fn bbr2_with_l4s_ecn_keeps_the_dualpi2_l4s_queue_short() {
     let l4s = &q["subqueues"]["l4s"];
     let p99 = l4s["sojourn_ms"]["p99"].as_f64().unwrap();
     let util = q["utilization"].as_f64().unwrap();
-    eprintln!(
-        "bbr2 over dualpi2 (L4S): p99 {p99:.2} ms, utilization {util:.3}, marks {}",
-        l4s["marks"]
-    );
+    eprintln!("bbr2 over dualpi2 (L4S): p99 {p99:.2} ms, utilization {util:.3}, marks {}", l4s["marks"]);
     assert!(l4s["marks"].as_u64().unwrap() > 0);
     assert!(p99 < 5.0, "L4S p99 {p99} ms");
     assert!(util > 0.85, "utilization {util}");

@@ -18,21 +18,9 @@ fn both(mut s: Value) -> (aqmlab_engine::Results, aqmlab_engine::Results) {
 }
 
 fn assert_same(a: &aqmlab_engine::Results, b: &aqmlab_engine::Results) {
-    for name in [
-        "flows",
-        "queues",
-        "sojourn_hist",
-        "sojourn_samples",
-        "flow_ts",
-        "queue_ts",
-        "probes",
-    ] {
+    for name in ["flows", "queues", "sojourn_hist", "sojourn_samples", "flow_ts", "queue_ts", "probes"] {
         // Compared as text so that NaN (a flow without a goodput) equals NaN.
-        assert_eq!(
-            format!("{:?}", a.table(name)),
-            format!("{:?}", b.table(name)),
-            "table {name} differs"
-        );
+        assert_eq!(format!("{:?}", a.table(name)), format!("{:?}", b.table(name)), "table {name} differs");
     }
     let strip = |mut v: Value| {
         v["perf"] = json!(null);
@@ -115,10 +103,7 @@ fn lookahead_gives_identical_results_with_qcn_feedback() {
     assert!(a.table("probes").strs("probe").iter().any(|p| p == "cnms"));
     let cnms = a.table("probes");
     let (owner, probe, value) = (cnms.strs("owner"), cnms.strs("probe"), cnms.f64s("value"));
-    let sent = (0..owner.len())
-        .filter(|&i| owner[i] == "bottleneck" && probe[i] == "cnms")
-        .map(|i| value[i])
-        .fold(0.0, f64::max);
+    let sent = (0..owner.len()).filter(|&i| owner[i] == "bottleneck" && probe[i] == "cnms").map(|i| value[i]).fold(0.0, f64::max);
     assert!(sent > 100.0, "the congestion point sent {sent} CNMs");
     assert_same(&a, &b);
 }
@@ -126,9 +111,7 @@ fn lookahead_gives_identical_results_with_qcn_feedback() {
 /// End-of-transmission events run: with departure lookahead, the queues that
 /// decide on arrival need none.
 fn tx_done_events(r: &aqmlab_engine::Results) -> u64 {
-    r.summary()["perf"]["events_by_kind"]["link_tx_done"]
-        .as_u64()
-        .unwrap_or(0)
+    r.summary()["perf"]["events_by_kind"]["link_tx_done"].as_u64().unwrap_or(0)
 }
 
 #[test]
@@ -155,10 +138,7 @@ fn departure_lookahead_gives_identical_results_on_a_step_dumbbell() {
     let (a, b) = both(s);
     assert_same(&a, &b);
     let q = queue(&a, "bottleneck");
-    assert!(
-        q["drops"].as_u64() > Some(0) && q["marks"].as_u64() > Some(0),
-        "drops and marks exercised: {q}"
-    );
+    assert!(q["drops"].as_u64() > Some(0) && q["marks"].as_u64() > Some(0), "drops and marks exercised: {q}");
     assert!(a.table("sojourn_samples").f64s("sojourn_ns").len() > 1000);
     assert_eq!(tx_done_events(&a), 0, "both queues depart on arrival");
     assert!(tx_done_events(&b) > 30_000, "{}", tx_done_events(&b));
@@ -193,8 +173,5 @@ fn departure_lookahead_gives_identical_results_through_queues_in_series() {
     let (fast, slow) = (tx_done_events(&a), tx_done_events(&b));
     eprintln!("end-of-transmission events {fast} vs {slow}");
     // Only x -> d keeps its events; the reverse links are FIFOs that depart on arrival.
-    assert!(
-        fast > 0 && fast < slow / 2,
-        "end-of-transmission events {fast} (lookahead) vs {slow}"
-    );
+    assert!(fast > 0 && fast < slow / 2, "end-of-transmission events {fast} (lookahead) vs {slow}");
 }

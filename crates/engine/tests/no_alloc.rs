@@ -67,10 +67,7 @@ fn longer_runs_do_not_allocate_per_packet() {
         let (short_allocs, short_pkts) = allocations_of(&scenario(aqm, "1s"));
         let (long_allocs, long_pkts) = allocations_of(&scenario(aqm, "3s"));
         let extra_pkts = long_pkts - short_pkts;
-        assert!(
-            extra_pkts > 100_000,
-            "{aqm}: the longer run must carry many more packets ({extra_pkts})"
-        );
+        assert!(extra_pkts > 100_000, "{aqm}: the longer run must carry many more packets ({extra_pkts})");
         let extra_allocs = long_allocs.saturating_sub(short_allocs);
         // One allocation per packet (or per ACK) would be > 80 000 extra; ring
         // growth by doubling and per-episode bookkeeping give under a hundred

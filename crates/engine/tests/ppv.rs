@@ -7,8 +7,7 @@ use common::*;
 use serde_json::{json, Value};
 
 fn group(cc: &str, count: u32, rtt: &str, marker: Option<Value>, label: &str) -> Value {
-    let mut g =
-        json!({"cc": cc, "count": count, "rtt": rtt, "start_jitter": "100ms", "label": label});
+    let mut g = json!({"cc": cc, "count": count, "rtt": rtt, "start_jitter": "100ms", "label": label});
     if let Some(m) = marker {
         g["marker"] = m;
     }
@@ -28,25 +27,15 @@ fn run_1g(aqm: &str, flows: Vec<Value>) -> aqmlab_engine::Results {
 /// markers only where the AQM uses them.
 fn mixed(aqm: &str) -> aqmlab_engine::Results {
     let m = (aqm == "vdq_csaqm").then(|| json!({}));
-    run_1g(
-        aqm,
-        vec![
-            group("dctcp", 2, "5ms", m.clone(), "dctcp"),
-            group("cubic", 2, "5ms", m, "cubic"),
-        ],
-    )
+    run_1g(aqm, vec![group("dctcp", 2, "5ms", m.clone(), "dctcp"), group("cubic", 2, "5ms", m, "cubic")])
 }
 
 fn goodputs(r: &aqmlab_engine::Results) -> Vec<f64> {
-    (0..r.summary()["flows"].as_array().unwrap().len())
-        .map(|i| goodput(r, i))
-        .collect()
+    (0..r.summary()["flows"].as_array().unwrap().len()).map(|i| goodput(r, i)).collect()
 }
 
 fn ratio(r: &aqmlab_engine::Results) -> f64 {
-    r.summary()["fairness"]["l4s_classic_ratio"]
-        .as_f64()
-        .unwrap()
+    r.summary()["fairness"]["l4s_classic_ratio"].as_f64().unwrap()
 }
 
 fn jain(r: &aqmlab_engine::Results) -> f64 {
@@ -58,29 +47,14 @@ fn vdq_csaqm_shares_equally_between_dctcp_and_cubic_where_dualpi2_does_not() {
     let (vdq, dpi) = (mixed("vdq_csaqm"), mixed("dualpi2"));
     let (rv, rd) = (ratio(&vdq), ratio(&dpi));
     eprintln!("DCTCP:CUBIC per-flow goodput: vdq_csaqm {rv:.2} (Jain {:.3}), dualpi2 {rd:.2} (Jain {:.3})", jain(&vdq), jain(&dpi));
-    eprintln!(
-        "vdq_csaqm Mbit/s {:?}",
-        goodputs(&vdq)
-            .iter()
-            .map(|g| (g / 1e6).round())
-            .collect::<Vec<_>>()
-    );
+    eprintln!("vdq_csaqm Mbit/s {:?}", goodputs(&vdq).iter().map(|g| (g / 1e6).round()).collect::<Vec<_>>());
     // Tolerance: equal within a factor 1.5 either way, and a Jain index of at least 0.95.
-    assert!(
-        (1.0 / 1.5..=1.5).contains(&rv),
-        "vdq_csaqm DCTCP:CUBIC {rv}"
-    );
+    assert!((1.0 / 1.5..=1.5).contains(&rv), "vdq_csaqm DCTCP:CUBIC {rv}");
     assert!(jain(&vdq) >= 0.95, "vdq_csaqm Jain {}", jain(&vdq));
     // The paper's point: closer to the policy than DualPI2 in the same setting.
-    assert!(
-        rv.ln().abs() < rd.ln().abs(),
-        "vdq_csaqm {rv} vs dualpi2 {rd}"
-    );
+    assert!(rv.ln().abs() < rd.ln().abs(), "vdq_csaqm {rv} vs dualpi2 {rd}");
     let util = queue(&vdq, "bottleneck")["utilization"].as_f64().unwrap();
-    assert!(
-        util > 0.9,
-        "VQs at 0.95/0.98 C cost a little utilisation, not more: {util}"
-    );
+    assert!(util > 0.9, "VQs at 0.95/0.98 C cost a little utilisation, not more: {util}");
 }
 
 #[test]
@@ -89,10 +63,7 @@ fn vdq_csaqm_keeps_l4s_queue_delay_below_a_millisecond() {
     let q = queue(&r, "bottleneck");
     let l4s = &q["subqueues"]["l4s"]["sojourn_ms"];
     let (p50, p99) = (l4s["p50"].as_f64().unwrap(), l4s["p99"].as_f64().unwrap());
-    eprintln!(
-        "L4S sojourn p50 {p50:.3} ms, p99 {p99:.3} ms; classic p99 {:.2} ms",
-        q["subqueues"]["classic"]["sojourn_ms"]["p99"]
-    );
+    eprintln!("L4S sojourn p50 {p50:.3} ms, p99 {p99:.3} ms; classic p99 {:.2} ms", q["subqueues"]["classic"]["sojourn_ms"]["p99"]);
     assert!(p99 < 1.0, "L4S p99 {p99} ms");
     assert_eq!(q["subqueues"]["l4s"]["drops"].as_u64().unwrap(), 0);
 }
@@ -101,38 +72,22 @@ fn vdq_csaqm_keeps_l4s_queue_delay_below_a_millisecond() {
 fn weighted_policy_7_to_3_gives_about_7_to_3_goodput() {
     // Same CC, weights 7 and 3: at a common CTV the TVFs grant throughput 7:3.
     for (cc, tol) in [("dctcp", 0.15), ("cubic", 0.25)] {
-        let r = run_1g(
-            "vdq_csaqm",
-            vec![
-                group(cc, 1, "5ms", Some(json!({"weight": 7})), "w7"),
-                group(cc, 1, "5ms", Some(json!({"weight": 3})), "w3"),
-            ],
-        );
+        let r = run_1g("vdq_csaqm", vec![
+            group(cc, 1, "5ms", Some(json!({"weight": 7})), "w7"),
+            group(cc, 1, "5ms", Some(json!({"weight": 3})), "w3"),
+        ]);
         let got = goodput(&r, 0) / goodput(&r, 1);
-        eprintln!(
-            "{cc}: weight 7 : weight 3 goodput = {got:.2} (policy {:.2}, tolerance ±{:.0} %)",
-            7.0 / 3.0,
-            tol * 100.0
-        );
+        eprintln!("{cc}: weight 7 : weight 3 goodput = {got:.2} (policy {:.2}, tolerance ±{:.0} %)", 7.0 / 3.0, tol * 100.0);
         assert!((got / (7.0 / 3.0) - 1.0).abs() <= tol, "{cc}: {got}");
     }
 }
 
 #[test]
 fn gold_gets_twice_silver() {
-    let r = run_1g(
-        "vdq_csaqm",
-        vec![
-            group("dctcp", 1, "5ms", Some(json!({"policy": "gold"})), "gold"),
-            group(
-                "dctcp",
-                1,
-                "5ms",
-                Some(json!({"policy": "silver"})),
-                "silver",
-            ),
-        ],
-    );
+    let r = run_1g("vdq_csaqm", vec![
+        group("dctcp", 1, "5ms", Some(json!({"policy": "gold"})), "gold"),
+        group("dctcp", 1, "5ms", Some(json!({"policy": "silver"})), "silver"),
+    ]);
     let got = goodput(&r, 0) / goodput(&r, 1);
     eprintln!("gold : silver = {got:.2}");
     assert!((1.7..=2.3).contains(&got), "{got}");
@@ -149,16 +104,8 @@ fn heterogeneous_rtts_share_more_evenly_under_vdq_csaqm_than_dualpi2() {
             group("cubic", 1, "40ms", m, "cubic-40ms"),
         ]
     };
-    let (vdq, dpi) = (
-        run_1g("vdq_csaqm", flows(true)),
-        run_1g("dualpi2", flows(false)),
-    );
-    let mbps = |r: &aqmlab_engine::Results| {
-        goodputs(r)
-            .iter()
-            .map(|g| (g / 1e6).round())
-            .collect::<Vec<_>>()
-    };
+    let (vdq, dpi) = (run_1g("vdq_csaqm", flows(true)), run_1g("dualpi2", flows(false)));
+    let mbps = |r: &aqmlab_engine::Results| goodputs(r).iter().map(|g| (g / 1e6).round()).collect::<Vec<_>>();
     eprintln!("Mbit/s (dctcp 5, dctcp 40, cubic 5, cubic 40): vdq_csaqm {:?} Jain {:.3}; dualpi2 {:?} Jain {:.3}",
         mbps(&vdq), jain(&vdq), mbps(&dpi), jain(&dpi));
     assert!(jain(&vdq) >= 0.9, "vdq_csaqm Jain {}", jain(&vdq));
@@ -175,10 +122,7 @@ fn unresponsive_marked_udp_is_cut_towards_its_share() {
         }
         vec![udp, group("cubic", 1, "5ms", m, "cubic")]
     };
-    let (vdq, dpi) = (
-        run_1g("vdq_csaqm", flows(true)),
-        run_1g("dualpi2", flows(false)),
-    );
+    let (vdq, dpi) = (run_1g("vdq_csaqm", flows(true)), run_1g("dualpi2", flows(false)));
     let (cv, cd) = (goodput(&vdq, 1) / 1e6, goodput(&dpi, 1) / 1e6);
     eprintln!("CUBIC next to an 800 Mbit/s UDP flow: {cv:.0} Mbit/s under vdq_csaqm, {cd:.0} under dualpi2");
     // CSAQM's aim (ANRW 2018): unresponsive flows cannot take more than their
@@ -206,25 +150,10 @@ fn lookahead_gives_identical_results_with_markers_and_vdq_csaqm() {
     let fast = run(s.clone());
     s["engine"] = json!({"lookahead": false});
     let slow = run(s);
-    for name in [
-        "flows",
-        "queues",
-        "sojourn_hist",
-        "flow_ts",
-        "queue_ts",
-        "probes",
-    ] {
-        assert_eq!(
-            format!("{:?}", fast.table(name)),
-            format!("{:?}", slow.table(name)),
-            "table {name} differs"
-        );
+    for name in ["flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes"] {
+        assert_eq!(format!("{:?}", fast.table(name)), format!("{:?}", slow.table(name)), "table {name} differs");
     }
-    assert!(fast
-        .table("probes")
-        .strs("probe")
-        .iter()
-        .any(|p| p == "ctv1"));
+    assert!(fast.table("probes").strs("probe").iter().any(|p| p == "ctv1"));
 }
 
 #[test]
@@ -235,30 +164,16 @@ fn marker_table_is_strict_and_normalised() {
         "flows": [{"cc": "dctcp", "rtt": "10ms", "marker": {"policy": "gold"}}]
     });
     let s = aqmlab_engine::scenario::parse(&base.to_string()).unwrap();
-    assert_eq!(
-        s.to_json()["flows"][0]["marker"],
-        json!({"weight": 2.0, "rate_window": "100ms"})
-    );
+    assert_eq!(s.to_json()["flows"][0]["marker"], json!({"weight": 2.0, "rate_window": "100ms"}));
     let err = |m: Value| {
         let mut v = base.clone();
         v["flows"][0]["marker"] = m;
         aqmlab_engine::scenario::parse(&v.to_string()).unwrap_err()
     };
     let e = err(json!({"wieght": 2}));
-    assert!(
-        e.starts_with("flows[0].marker: unknown key 'wieght' (did you mean 'weight'?"),
-        "{e}"
-    );
-    assert!(
-        err(json!({"weight": 0})).starts_with("flows[0].marker.weight: must be a positive number")
-    );
-    assert!(err(json!({"policy": "platinum"})).starts_with(
-        "flows[0].marker.policy: unknown policy 'platinum' (allowed: gold, silver, background)"
-    ));
-    assert_eq!(
-        err(json!({"policy": "gold", "weight": 2})),
-        "flows[0].marker: give either policy or weight, not both"
-    );
-    assert!(err(json!({"rate_window": "0ms"}))
-        .starts_with("flows[0].marker.rate_window: must be positive"));
+    assert!(e.starts_with("flows[0].marker: unknown key 'wieght' (did you mean 'weight'?"), "{e}");
+    assert!(err(json!({"weight": 0})).starts_with("flows[0].marker.weight: must be a positive number"));
+    assert!(err(json!({"policy": "platinum"})).starts_with("flows[0].marker.policy: unknown policy 'platinum' (allowed: gold, silver, background)"));
+    assert_eq!(err(json!({"policy": "gold", "weight": 2})), "flows[0].marker: give either policy or weight, not both");
+    assert!(err(json!({"rate_window": "0ms"})).starts_with("flows[0].marker.rate_window: must be positive"));
 }

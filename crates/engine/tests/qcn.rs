@@ -38,17 +38,8 @@ struct Series {
 
 fn series(r: &aqmlab_engine::Results) -> Series {
     let q = r.table("queue_ts");
-    let (t, backlog, dep, drop) = (
-        q.f64s("t_ns"),
-        q.f64s("backlog_pkts"),
-        q.f64s("departed_pkts"),
-        q.f64s("dropped_pkts"),
-    );
-    let diff = |v: &[f64]| -> Vec<f64> {
-        (0..v.len())
-            .map(|i| if i == 0 { v[0] } else { v[i] - v[i - 1] })
-            .collect()
-    };
+    let (t, backlog, dep, drop) = (q.f64s("t_ns"), q.f64s("backlog_pkts"), q.f64s("departed_pkts"), q.f64s("dropped_pkts"));
+    let diff = |v: &[f64]| -> Vec<f64> { (0..v.len()).map(|i| if i == 0 { v[0] } else { v[i] - v[i - 1] }).collect() };
     let f = r.table("flow_ts");
     let (ft, rate) = (f.f64s("t_ns"), f.f64s("rate_bps"));
     let mut total = vec![0.0; t.len()];
@@ -80,8 +71,7 @@ impl Series {
     }
     /// Link utilisation over (from, to] at `rate_bps` (1500-byte packets).
     fn utilization(&self, from_ms: u64, to_ms: u64, rate_bps: f64) -> f64 {
-        self.sum(&self.departed, from_ms, to_ms) * 1500.0 * 8.0
-            / (rate_bps * (to_ms - from_ms) as f64 * 1e-3)
+        self.sum(&self.departed, from_ms, to_ms) * 1500.0 * 8.0 / (rate_bps * (to_ms - from_ms) as f64 * 1e-3)
     }
     /// First millisecond after `from_ms` from which every 1 ms interval for
     /// the next 10 ms carries at least `frac` of `rate_bps` (ms after `from_ms`).
@@ -116,28 +106,13 @@ fn hotspot_equilibrium_and_transition_at_10g_and_0_5g() {
         rate_05g / 1e9
     ));
     assert!(util_10g > 0.97, "utilisation at 10 Gbit/s {util_10g}");
-    assert!(
-        (10.0..=40.0).contains(&q_10g),
-        "mean queue at 10 Gbit/s {q_10g} (Q_eq 22)"
-    );
+    assert!((10.0..=40.0).contains(&q_10g), "mean queue at 10 Gbit/s {q_10g} (Q_eq 22)");
     assert_eq!(drops_10g, 0.0);
     assert!(util_05g > 0.97, "utilisation at 0.5 Gbit/s {util_05g}");
-    assert!(
-        (rate_05g / 0.5e9 - 1.0).abs() < 0.15,
-        "sources' total rate {rate_05g} (link 0.5 Gbit/s)"
-    );
-    assert!(
-        (10.0..=40.0).contains(&q_05g),
-        "mean queue at 0.5 Gbit/s {q_05g} (Q_eq 22)"
-    );
-    assert_eq!(
-        drops_05g, 0.0,
-        "no overflow once the sources have converged"
-    );
-    assert!(
-        drops_transition < 2000.0,
-        "overflow at the 20x rate drop: {drops_transition} packets"
-    );
+    assert!((rate_05g / 0.5e9 - 1.0).abs() < 0.15, "sources' total rate {rate_05g} (link 0.5 Gbit/s)");
+    assert!((10.0..=40.0).contains(&q_05g), "mean queue at 0.5 Gbit/s {q_05g} (Q_eq 22)");
+    assert_eq!(drops_05g, 0.0, "no overflow once the sources have converged");
+    assert!(drops_transition < 2000.0, "overflow at the 20x rate drop: {drops_transition} packets");
 }
 
 #[test]
@@ -149,11 +124,9 @@ fn hotspot_recovery_is_fast_and_faster_with_fbhat() {
     let u_with = with.utilization(4000, 4100, 10e9);
     let u_without = without.utilization(4000, 4100, 10e9);
     eprintln!("recovery to 95 %: Fb-hat {rec_with:?} ms, without {rec_without:?} ms; utilisation 4.0-4.1 s: {u_with:.3} vs {u_without:.3}");
-    let (a, b) = (
-        rec_with.expect("recovers with Fb-hat"),
-        rec_without.expect("recovers without Fb-hat"),
-    );
+    let (a, b) = (rec_with.expect("recovers with Fb-hat"), rec_without.expect("recovers without Fb-hat"));
     assert!(a < b, "Fb-hat recovers faster: {a} ms vs {b} ms");
     assert!(u_with > u_without);
     assert!(a <= 300, "recovery with Fb-hat {a} ms");
 }
+

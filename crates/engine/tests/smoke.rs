@@ -15,17 +15,11 @@ fn goodput_agrees_with_link_utilization_for_a_single_flow() {
     let util = queue(&r, "bottleneck")["utilization"].as_f64().unwrap();
     let expect = util * 10e6 * 1448.0 / 1500.0;
     let g = goodput(&r, 0);
-    assert!(
-        (g - expect).abs() / expect < 0.02,
-        "goodput {g} vs {expect}"
-    );
+    assert!((g - expect).abs() / expect < 0.02, "goodput {g} vs {expect}");
     // The sampled series ends at the reported total.
     let delivered = flow_series(&r, 0, "delivered_bytes", 0);
     assert!(delivered.windows(2).all(|w| w[1] >= w[0]));
-    assert_eq!(
-        *delivered.last().unwrap() as u64,
-        flow(&r, 0)["bytes"].as_u64().unwrap()
-    );
+    assert_eq!(*delivered.last().unwrap() as u64, flow(&r, 0)["bytes"].as_u64().unwrap());
 }
 
 /// The per-flow memory budget (at most 2 kB per flow beyond the packets in
@@ -35,10 +29,7 @@ fn goodput_agrees_with_link_utilization_for_a_single_flow() {
 #[test]
 fn a_flow_record_stays_under_one_kilobyte() {
     let bytes = std::mem::size_of::<aqmlab_engine::world::Flow>();
-    assert!(
-        bytes <= 1000,
-        "a flow record is {bytes} bytes (was 936 when this test was written)"
-    );
+    assert!(bytes <= 1000, "a flow record is {bytes} bytes (was 936 when this test was written)");
 }
 
 /// With more than 1 MiB of flow records the engine prefetches the state of

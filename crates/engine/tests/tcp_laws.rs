@@ -4,17 +4,10 @@ use common::*;
 use serde_json::json;
 
 /// (time, cwnd before, cwnd after) where a flow's cwnd fell below `ratio` × the previous sample.
-fn reductions(
-    r: &aqmlab_engine::Results,
-    flow: u64,
-    from_ns: u64,
-    ratio: f64,
-) -> Vec<(f64, f64, f64)> {
+fn reductions(r: &aqmlab_engine::Results, flow: u64, from_ns: u64, ratio: f64) -> Vec<(f64, f64, f64)> {
     let t = r.table("flow_ts");
     let (ts, fl, cw) = (t.f64s("t_ns"), t.f64s("flow"), t.f64s("cwnd_segs"));
-    let idx: Vec<usize> = (0..ts.len())
-        .filter(|&i| fl[i] as u64 == flow && ts[i] as u64 >= from_ns)
-        .collect();
+    let idx: Vec<usize> = (0..ts.len()).filter(|&i| fl[i] as u64 == flow && ts[i] as u64 >= from_ns).collect();
     idx.windows(2)
         .filter(|w| cw[w[1]] < ratio * cw[w[0]])
         .map(|w| (ts[w[1]], cw[w[0]], cw[w[1]]))
@@ -38,10 +31,7 @@ fn reno_with_a_one_bdp_fifo_saturates_the_link_with_the_textbook_sawtooth() {
     let w_max = 16.7 + 17.0 + 1.0;
     for &(_, before, after) in &red {
         assert!((before - w_max).abs() <= 2.0, "peak {before} vs {w_max}");
-        assert!(
-            (after - before / 2.0).abs() <= 1.0,
-            "after {after} vs half of {before}"
-        );
+        assert!((after - before / 2.0).abs() <= 1.0, "after {after} vs half of {before}");
     }
     // Period: from W/2 to W at one segment per RTT, with RTT = w/C once the
     // pipe is full: T = (W² − (W/2)²) / (2C), C = 833.3 packets/s.
@@ -50,10 +40,7 @@ fn reno_with_a_one_bdp_fifo_saturates_the_link_with_the_textbook_sawtooth() {
     let gaps: Vec<f64> = red.windows(2).map(|w| (w[1].0 - w[0].0) / 1e9).collect();
     let period = mean(&gaps);
     eprintln!("Reno sawtooth: utilization {util:.4}, period {period:.3} s vs theory {expect:.3} s, {} cycles", red.len());
-    assert!(
-        (period - expect).abs() / expect < 0.15,
-        "period {period:.3}s vs theory {expect:.3}s"
-    );
+    assert!((period - expect).abs() / expect < 0.15, "period {period:.3}s vs theory {expect:.3}s");
 }
 
 /// Mathis et al. 1997: rate = 1.22·MSS / (RTT·√p) for periodic loss, one
@@ -68,18 +55,8 @@ fn mathis_check(p: f64, duration: &str) {
     let mss_bits = 1448.0 * 8.0;
     let law = 1.22 * mss_bits / (0.05 * p.sqrt());
     let g = goodput(&r, 0);
-    eprintln!(
-        "Mathis p={p}: goodput {:.3} Mbit/s, law {:.3} Mbit/s, ratio {:.3}",
-        g / 1e6,
-        law / 1e6,
-        g / law
-    );
-    assert!(
-        (g - law).abs() / law < 0.25,
-        "p={p}: goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s",
-        g / 1e6,
-        law / 1e6
-    );
+    eprintln!("Mathis p={p}: goodput {:.3} Mbit/s, law {:.3} Mbit/s, ratio {:.3}", g / 1e6, law / 1e6, g / law);
+    assert!((g - law).abs() / law < 0.25, "p={p}: goodput {:.2} Mbit/s vs Mathis {:.2} Mbit/s", g / 1e6, law / 1e6);
 }
 
 #[test]
@@ -108,21 +85,12 @@ fn dctcp_with_step_marking_at_10g_keeps_the_queue_near_k_without_drops() {
     // Queue length samples oscillate around K = 65.
     let t = r.table("queue_ts");
     let (ts, backlog) = (t.f64s("t_ns"), t.f64s("backlog_pkts"));
-    let v: Vec<f64> = (0..ts.len())
-        .filter(|&i| ts[i] >= 5e8)
-        .map(|i| backlog[i])
-        .collect();
+    let v: Vec<f64> = (0..ts.len()).filter(|&i| ts[i] >= 5e8).map(|i| backlog[i]).collect();
     let m = mean(&v);
     eprintln!("DCTCP step: utilization {util:.4}, mean backlog {m:.1} pkts (K = 65)");
-    assert!(
-        (45.0..=85.0).contains(&m),
-        "mean backlog {m} packets vs K = 65"
-    );
+    assert!((45.0..=85.0).contains(&m), "mean backlog {m} packets vs K = 65");
     let above = v.iter().filter(|&&b| b > 65.0).count() as f64 / v.len() as f64;
-    assert!(
-        (0.1..0.9).contains(&above),
-        "fraction of samples above K: {above}"
-    );
+    assert!((0.1..0.9).contains(&above), "fraction of samples above K: {above}");
 }
 
 #[test]
@@ -137,18 +105,8 @@ fn dctcp_rate_follows_two_over_p_rtt_under_random_marking() {
         }));
         let law = 2.0 / (p * 0.010) * 1448.0 * 8.0;
         let g = goodput(&r, 0);
-        eprintln!(
-            "DCTCP p={p}: goodput {:.2} Mbit/s, 2/(p·RTT) {:.2} Mbit/s, ratio {:.3}",
-            g / 1e6,
-            law / 1e6,
-            g / law
-        );
-        assert!(
-            (g - law).abs() / law < 0.30,
-            "p={p}: {:.1} Mbit/s vs 2/(p·RTT) = {:.1} Mbit/s",
-            g / 1e6,
-            law / 1e6
-        );
+        eprintln!("DCTCP p={p}: goodput {:.2} Mbit/s, 2/(p·RTT) {:.2} Mbit/s, ratio {:.3}", g / 1e6, law / 1e6, g / law);
+        assert!((g - law).abs() / law < 0.30, "p={p}: {:.1} Mbit/s vs 2/(p·RTT) = {:.1} Mbit/s", g / 1e6, law / 1e6);
     }
 }
 
@@ -170,16 +128,9 @@ fn cubic_window_after_a_loss_follows_the_cubic_curve_with_beta_0_7() {
     for w in red.windows(2).skip(1) {
         let (t0, before, after) = w[0];
         // β = 0.7 (RFC 9438 §4.6), from FlightSize capped at cwnd.
-        assert!(
-            (after / before - 0.7).abs() < 0.03,
-            "reduction {before} -> {after}"
-        );
+        assert!((after / before - 0.7).abs() < 0.03, "reduction {before} -> {after}");
         // §4.7 fast convergence: a peak below the previous W_max lowers the plateau.
-        let w_max = if before < w_max_prev {
-            before * 1.7 / 2.0
-        } else {
-            before
-        };
+        let w_max = if before < w_max_prev { before * 1.7 / 2.0 } else { before };
         w_max_prev = w_max;
         // §4.2: K = cbrt((W_max − cwnd_epoch)/C); the epoch starts when recovery
         // ends, about one (queue-inflated) RTT after the loss is detected.
@@ -199,10 +150,7 @@ fn cubic_window_after_a_loss_follows_the_cubic_curve_with_beta_0_7() {
             checked += 1;
         }
     }
-    eprintln!(
-        "CUBIC curve: {checked} samples within 5 % of W_cubic over {} epochs",
-        red.len() - 2
-    );
+    eprintln!("CUBIC curve: {checked} samples within 5 % of W_cubic over {} epochs", red.len() - 2);
     assert!(checked > 20);
 }
 
@@ -215,28 +163,14 @@ fn abe_keeps_a_larger_window_than_classic_ecn_without_retransmissions() {
             "flows": [{"cc": "reno", "rtt": "100ms", "ecn": "classic", "params": {"beta_ecn": beta_ecn}}],
             "metrics": {"interval": "10ms"}
         }));
-        assert_eq!(
-            flow(&r, 0)["retransmits"].as_u64().unwrap(),
-            0,
-            "beta_ecn {beta_ecn}"
-        );
+        assert_eq!(flow(&r, 0)["retransmits"].as_u64().unwrap(), 0, "beta_ecn {beta_ecn}");
         assert_eq!(flow(&r, 0)["ecn_negotiated"], "classic");
-        (
-            mean(&flow_series(&r, 0, "cwnd_segs", 10_000_000_000)),
-            goodput(&r, 0),
-        )
+        (mean(&flow_series(&r, 0, "cwnd_segs", 10_000_000_000)), goodput(&r, 0))
     };
     let (w50, g50) = mean_cwnd(0.5);
     let (w80, g80) = mean_cwnd(0.8);
-    eprintln!(
-        "ABE: mean cwnd {w50:.1} -> {w80:.1}, goodput {:.2} -> {:.2} Mbit/s",
-        g50 / 1e6,
-        g80 / 1e6
-    );
-    assert!(
-        w80 > 1.15 * w50,
-        "mean cwnd {w80:.1} (β_ecn 0.8) vs {w50:.1} (0.5)"
-    );
+    eprintln!("ABE: mean cwnd {w50:.1} -> {w80:.1}, goodput {:.2} -> {:.2} Mbit/s", g50 / 1e6, g80 / 1e6);
+    assert!(w80 > 1.15 * w50, "mean cwnd {w80:.1} (β_ecn 0.8) vs {w50:.1} (0.5)");
     assert!(g80 > g50, "goodput {g80} vs {g50}");
 }
 
@@ -262,16 +196,9 @@ fn the_shorter_rtt_reno_flow_gets_more() {
         "metrics": {"timeseries": false}
     }));
     let (short, long) = (goodput(&r, 0), goodput(&r, 1));
-    eprintln!(
-        "RTT unfairness: 10 ms {:.2} Mbit/s, 100 ms {:.2} Mbit/s",
-        short / 1e6,
-        long / 1e6
-    );
+    eprintln!("RTT unfairness: 10 ms {:.2} Mbit/s, 100 ms {:.2} Mbit/s", short / 1e6, long / 1e6);
     // Reno's rate scales as 1/RTT^a with 1 ≤ a ≤ 2 under drop-tail; at least 2× here.
-    assert!(
-        short > 2.0 * long,
-        "10 ms flow {short} vs 100 ms flow {long}"
-    );
+    assert!(short > 2.0 * long, "10 ms flow {short} vs 100 ms flow {long}");
 }
 
 #[test]
@@ -306,10 +233,7 @@ fn classic_ecn_flow_recovers_its_window_after_a_timeout() {
         "flows": [{"cc": "reno", "rtt": "100ms", "ecn": "classic"}],
         "metrics": {"timeseries": false}
     }));
-    assert!(
-        flow(&r, 0)["rtos"].as_u64().unwrap() >= 1,
-        "the scenario must exercise an RTO"
-    );
+    assert!(flow(&r, 0)["rtos"].as_u64().unwrap() >= 1, "the scenario must exercise an RTO");
     let g = goodput(&r, 0);
     assert!(g > 7e6, "goodput {g} after the timeout");
 }

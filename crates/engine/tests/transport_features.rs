@@ -23,19 +23,12 @@ fn u64_of(v: &Value) -> u64 {
 fn queue_series(r: &aqmlab_engine::Results, queue: &str, col: &str) -> Vec<(u64, f64)> {
     let t = r.table("queue_ts");
     let (ts, names, v) = (t.f64s("t_ns"), t.strs("queue"), t.f64s(col));
-    (0..ts.len())
-        .filter(|&i| names[i] == queue)
-        .map(|i| (ts[i] as u64, v[i]))
-        .collect()
+    (0..ts.len()).filter(|&i| names[i] == queue).map(|i| (ts[i] as u64, v[i])).collect()
 }
 
 /// The value of a cumulative series at sample time `t_ns`.
 fn at(series: &[(u64, f64)], t_ns: u64) -> f64 {
-    series
-        .iter()
-        .find(|s| s.0 == t_ns)
-        .unwrap_or_else(|| panic!("no sample at {t_ns} ns"))
-        .1
+    series.iter().find(|s| s.0 == t_ns).unwrap_or_else(|| panic!("no sample at {t_ns} ns")).1
 }
 
 /// One column of the flows table for flow `i`.
@@ -83,29 +76,16 @@ fn a_slow_ack_path_caps_forward_goodput_at_ack_rate_times_data_per_ack() {
             rev["drops"],
             f64_of(&fwd["utilization"])
         );
-        assert!(
-            (g - cap).abs() / cap < 0.02,
-            "delayed ACKs {delack}: goodput {g} vs ACK-clock cap {cap}"
-        );
-        assert_eq!(
-            u64_of(&rev["drops"]),
-            0,
-            "no ACK may be lost for the cap to be exact"
-        );
-        assert!(
-            f64_of(&rev["utilization"]) > 0.99,
-            "the reverse link is the bottleneck"
-        );
+        assert!((g - cap).abs() / cap < 0.02, "delayed ACKs {delack}: goodput {g} vs ACK-clock cap {cap}");
+        assert_eq!(u64_of(&rev["drops"]), 0, "no ACK may be lost for the cap to be exact");
+        assert!(f64_of(&rev["utilization"]) > 0.99, "the reverse link is the bottleneck");
         assert!(f64_of(&fwd["utilization"]) < 0.3, "the forward link is not");
         // ACKs wait in the reverse queue: the window beyond the ACK-clocked
         // pipe (45 − ~10 segments, i.e. ~35/k ACKs of 4.16 ms) sits there.
         let p50 = f64_of(&rev["sojourn_ms"]["p50"]);
         let expect_ms = (45.0 - 240.4 * k * 0.020) / k * 4.16;
         eprintln!("  reverse sojourn p50 {p50:.1} ms vs ~{expect_ms:.1} ms");
-        assert!(
-            (p50 - expect_ms).abs() / expect_ms < 0.25,
-            "reverse sojourn p50 {p50} ms vs ~{expect_ms:.0} ms"
-        );
+        assert!((p50 - expect_ms).abs() / expect_ms < 0.25, "reverse sojourn p50 {p50} ms vs ~{expect_ms:.0} ms");
     }
 }
 
@@ -124,19 +104,10 @@ fn acks_queue_and_drop_in_a_small_reverse_buffer() {
         "metrics": {"timeseries": false}
     }));
     let s = r.summary();
-    let names: Vec<&str> = s["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| q["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = s["queues"].as_array().unwrap().iter().map(|q| q["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["bottleneck", "bottleneck_rev"]);
     let rev = queue(&r, "bottleneck_rev");
-    let (arr, dep, drops) = (
-        u64_of(&rev["arrivals"]),
-        u64_of(&rev["departures"]),
-        u64_of(&rev["drops"]),
-    );
+    let (arr, dep, drops) = (u64_of(&rev["arrivals"]), u64_of(&rev["departures"]), u64_of(&rev["drops"]));
     let max = f64_of(&rev["sojourn_ms"]["max"]);
     let util = f64_of(&rev["utilization"]);
     let g = goodput(&r, 0);
@@ -156,32 +127,20 @@ fn acks_queue_and_drop_in_a_small_reverse_buffer() {
     // times, 20.8 ms for 52 B ACKs (32 ms if all carried 3 SACK blocks, 80 B).
     // A drop means 5 were waiting, so the 5th was admitted behind 4: the
     // maximum is ≥ 4 ACK times (16.6 ms).
-    assert!(
-        max >= 4.0 * 4.16 && max <= 5.0 * 6.4 + 1e-6,
-        "max ACK sojourn {max} ms"
-    );
+    assert!(max >= 4.0 * 4.16 && max <= 5.0 * 6.4 + 1e-6, "max ACK sojourn {max} ms");
     // The link is saturated with ACKs of at least 52 B: at most 240.4 per
     // second over the 5 s window, and exactly that when none carries SACK
     // blocks (the forward queue loses nothing in this window).
     assert!(util > 0.999, "reverse utilization {util}");
-    assert!(
-        dep as f64 <= 240.4 * 5.0 + 1.0 && dep as f64 >= 0.98 * 240.4 * 5.0,
-        "ACK departures {dep}"
-    );
+    assert!(dep as f64 <= 240.4 * 5.0 + 1.0 && dep as f64 >= 0.98 * 240.4 * 5.0, "ACK departures {dep}");
     // arrivals = departures + drops, up to the ≤ 6 ACKs resident at the
     // window's two ends.
-    assert!(
-        arr + 6 >= dep + drops && arr <= dep + drops + 6,
-        "conservation: {arr} vs {dep} + {drops}"
-    );
+    assert!(arr + 6 >= dep + drops && arr <= dep + drops + 6, "conservation: {arr} vs {dep} + {drops}");
     // Goodput counts what reaches the receiver in the window, i.e. what left
     // the forward link in a 5 s interval shifted by the receiver-side delay:
     // at most the payload rate plus one segment straddling the window's edge.
     assert!(g > 2.0 * cap && g > 0.9 * fwd_payload, "goodput {g}");
-    assert!(
-        g <= fwd_payload + MSS * 8.0 / 5.0,
-        "goodput {g} above the link's payload rate"
-    );
+    assert!(g <= fwd_payload + MSS * 8.0 / 5.0, "goodput {g} above the link's payload rate");
 }
 
 // ---------------------------------------------------------------------------
@@ -207,20 +166,11 @@ fn pacing_removes_the_slow_start_queue() {
         }))
     };
     let (plain, paced) = (run_with(false), run_with(true));
-    let soj =
-        |r: &aqmlab_engine::Results, k: &str| f64_of(&queue(r, "bottleneck")["sojourn_ms"][k]);
+    let soj = |r: &aqmlab_engine::Results, k: &str| f64_of(&queue(r, "bottleneck")["sojourn_ms"][k]);
     let (max0, max1) = (soj(&plain, "max"), soj(&paced, "max"));
-    let (b0, b1) = (
-        u64_of(&flow(&plain, 0)["bytes"]),
-        u64_of(&flow(&paced, 0)["bytes"]),
-    );
-    eprintln!(
-        "slow start: max sojourn unpaced {max0:.3} ms, paced {max1:.3} ms; bytes {b0} vs {b1}"
-    );
-    assert!(
-        (max0 - 9.6).abs() < 0.3 * 9.6,
-        "unpaced max sojourn {max0} ms vs ~W/2·T = 9.6 ms"
-    );
+    let (b0, b1) = (u64_of(&flow(&plain, 0)["bytes"]), u64_of(&flow(&paced, 0)["bytes"]));
+    eprintln!("slow start: max sojourn unpaced {max0:.3} ms, paced {max1:.3} ms; bytes {b0} vs {b1}");
+    assert!((max0 - 9.6).abs() < 0.3 * 9.6, "unpaced max sojourn {max0} ms vs ~W/2·T = 9.6 ms");
     assert!(max1 < 0.12, "paced max sojourn {max1} ms vs T = 0.12 ms");
     // Rounds still start once per RTT (at the first ACK of the previous
     // one), but spreading each over srtt/2 delays its last segment: by
@@ -283,14 +233,8 @@ fn a_one_segment_flow_completes_in_one_and_a_half_rtts_plus_serialisation() {
     let fct = f64_of(&f["fct_s"]);
     eprintln!("one-segment flow: fct {fct} s, bytes {}", f["bytes"]);
     assert_eq!(u64_of(&f["bytes"]), 1000);
-    assert!(
-        (fct - 0.030_892_8).abs() < 1e-9,
-        "fct {fct} s vs 30.8928 ms"
-    );
-    assert!(
-        (f64_of(&f["goodput_bps"]) - 8000.0 / fct).abs() < 1e-6,
-        "goodput = size·8/fct"
-    );
+    assert!((fct - 0.030_892_8).abs() < 1e-9, "fct {fct} s vs 30.8928 ms");
+    assert!((f64_of(&f["goodput_bps"]) - 8000.0 / fct).abs() < 1e-6, "goodput = size·8/fct");
 }
 
 #[test]
@@ -310,26 +254,12 @@ fn a_finite_flow_delivers_exactly_its_size_at_the_link_rate() {
     let fct = f64_of(&f["fct_s"]);
     let wire = 2e6 + 1382.0 * 52.0;
     let lower = wire * 8.0 / 10e6 + 0.020 + 0.010;
-    eprintln!(
-        "2 MB flow: fct {fct:.4} s vs lower bound {lower:.4} s (+{:.1} ms), retransmits {}",
-        (fct - lower) * 1e3,
-        f["retransmits"]
-    );
-    assert_eq!(
-        u64_of(&f["bytes"]),
-        2_000_000,
-        "exactly the size, not a rounded-up segment count"
-    );
+    eprintln!("2 MB flow: fct {fct:.4} s vs lower bound {lower:.4} s (+{:.1} ms), retransmits {}", (fct - lower) * 1e3, f["retransmits"]);
+    assert_eq!(u64_of(&f["bytes"]), 2_000_000, "exactly the size, not a rounded-up segment count");
     assert_eq!(flow_col(&r, 0, "size_bytes"), 2e6);
-    assert!(
-        fct >= lower - 1e-9 && fct <= lower + 0.020,
-        "fct {fct} vs [{lower}, {lower} + 1 RTT]"
-    );
+    assert!(fct >= lower - 1e-9 && fct <= lower + 0.020, "fct {fct} vs [{lower}, {lower} + 1 RTT]");
     // Nothing arrives after completion: the last sample still shows the size.
-    assert_eq!(
-        *flow_series(&r, 0, "delivered_bytes", 0).last().unwrap(),
-        2e6
-    );
+    assert_eq!(*flow_series(&r, 0, "delivered_bytes", 0).last().unwrap(), 2e6);
 }
 
 /// 10 Mbit/s, 20 ms; a 30-segment receive window (> the 17-segment BDP)
@@ -348,20 +278,12 @@ fn lossless(flows: Value, duration: &str) -> aqmlab_engine::Results {
 fn a_stopped_flow_sends_no_new_data_after_stop() {
     let r = lossless(json!([{"cc": "reno", "rtt": "20ms", "stop": "3s"}]), "6s");
     let f = flow(&r, 0);
-    assert_eq!(
-        u64_of(&f["retransmits"]),
-        0,
-        "the scenario must be lossless"
-    );
+    assert_eq!(u64_of(&f["retransmits"]), 0, "the scenario must be lossless");
     // Whatever the sender sent before stop arrives, and nothing else: bytes
     // delivered = new segments sent × MSS.
     let sent = flow_col(&r, 0, "segs_sent");
     let bytes = u64_of(&f["bytes"]) as f64;
-    assert_eq!(
-        bytes,
-        sent * MSS,
-        "delivered {bytes} vs {sent} segments sent"
-    );
+    assert_eq!(bytes, sent * MSS, "delivered {bytes} vs {sent} segments sent");
     // The sender stops at 3 s (its own clock); its last packet reaches the
     // bottleneck 5 ms later and has left it after the ≤ 30-packet window
     // drains (36 ms): no arrivals or deliveries after 3.05 s.
@@ -371,18 +293,11 @@ fn a_stopped_flow_sends_no_new_data_after_stop() {
         let (ts, v) = (t.f64s("t_ns"), t.f64s("delivered_bytes"));
         (0..ts.len()).map(|i| (ts[i] as u64, v[i])).collect()
     };
-    let (a_stop, a_after, a_end) = (
-        at(&arrived, 2_990_000_000),
-        at(&arrived, 3_050_000_000),
-        at(&arrived, 6_000_000_000),
-    );
+    let (a_stop, a_after, a_end) = (at(&arrived, 2_990_000_000), at(&arrived, 3_050_000_000), at(&arrived, 6_000_000_000));
     let (d_after, d_end) = (at(&delivered, 3_050_000_000), at(&delivered, 6_000_000_000));
     eprintln!("stop at 3 s: arrivals {a_stop} (2.99 s), {a_after} (3.05 s), {a_end} (6 s); delivered {d_after} (3.05 s), {d_end} (6 s)");
     assert!(a_after > a_stop, "still sending just before stop");
-    assert_eq!(
-        a_after, a_end,
-        "no packet reaches the bottleneck after stop"
-    );
+    assert_eq!(a_after, a_end, "no packet reaches the bottleneck after stop");
     assert_eq!(d_after, d_end, "nothing delivered after the drain");
     // Goodput is over the active time (0..3 s) and counts everything sent in
     // it: the link's 9.65 Mbit/s of payload less the time before the first
@@ -391,24 +306,14 @@ fn a_stopped_flow_sends_no_new_data_after_stop() {
     // 5 ms sender access delay at stop (≤ 21 ms): within (0.98, 1].
     let g = goodput(&r, 0);
     let payload_rate = 10e6 * MSS / 1500.0;
-    eprintln!(
-        "stopped flow goodput {:.3} Mbit/s vs {:.3}",
-        g / 1e6,
-        payload_rate / 1e6
-    );
-    assert!(
-        g <= payload_rate && g > 0.98 * payload_rate,
-        "goodput {g} over its 3 s"
-    );
+    eprintln!("stopped flow goodput {:.3} Mbit/s vs {:.3}", g / 1e6, payload_rate / 1e6);
+    assert!(g <= payload_rate && g > 0.98 * payload_rate, "goodput {g} over its 3 s");
     // The same run cut at 3 s has sent the same segments (± the last
     // instant's ACK-clocked pair).
     let cut = lossless(json!([{"cc": "reno", "rtt": "20ms"}]), "3s");
     let sent_cut = flow_col(&cut, 0, "segs_sent");
     eprintln!("segments sent: {sent} (stop at 3 s of 6 s), {sent_cut} (3 s run)");
-    assert!(
-        (sent - sent_cut).abs() <= 2.0,
-        "segments sent {sent} vs {sent_cut} in a 3 s run"
-    );
+    assert!((sent - sent_cut).abs() <= 2.0, "segments sent {sent} vs {sent_cut} in a 3 s run");
 }
 
 #[test]
@@ -417,11 +322,7 @@ fn a_late_flow_sends_nothing_before_start() {
     let arrived = queue_series(&r, "bottleneck", "arrived_pkts");
     // The SYN leaves at 1 s and reaches the bottleneck 5 ms later.
     assert_eq!(at(&arrived, 1_000_000_000), 0.0, "a packet before start");
-    assert_eq!(
-        at(&arrived, 1_010_000_000),
-        1.0,
-        "the SYN, alone, within the first RTT"
-    );
+    assert_eq!(at(&arrived, 1_010_000_000), 1.0, "the SYN, alone, within the first RTT");
     let first_t = r.table("flow_ts").f64s("t_ns")[0];
     assert_eq!(first_t, 1e9, "the flow is sampled from its start");
     assert_eq!(flow_col(&r, 0, "start_ns"), 1e9);
@@ -433,12 +334,7 @@ fn a_late_flow_sends_nothing_before_start() {
     let util = f64_of(&queue(&r, "bottleneck")["utilization"]);
     let g = goodput(&r, 0);
     let payload_rate = 10e6 * MSS / 1500.0;
-    eprintln!(
-        "late flow: utilization {util:.4} (0.75), goodput {:.3} Mbit/s vs {:.3} ({:.4})",
-        g / 1e6,
-        payload_rate / 1e6,
-        g / payload_rate
-    );
+    eprintln!("late flow: utilization {util:.4} (0.75), goodput {:.3} Mbit/s vs {:.3} ({:.4})", g / 1e6, payload_rate / 1e6, g / payload_rate);
     assert!(util <= 0.75 && util > 0.74, "utilization {util}");
     assert!(g <= payload_rate && g > 0.975 * payload_rate, "goodput {g}");
 }
@@ -469,15 +365,9 @@ fn a_time_buffer_caps_the_queue_at_rate_times_time() {
         let max = f64_of(&q["sojourn_ms"]["max"]);
         let n = (10e6 * ms / 1e3 / 8.0 / 1500.0).floor();
         let (lo, hi) = ((n - 1.0) * 1.2, n * 1.2);
-        eprintln!(
-            "{ms} ms buffer: max sojourn {max:.4} ms in [{lo:.1}, {hi:.1}], drops {}",
-            q["drops"]
-        );
+        eprintln!("{ms} ms buffer: max sojourn {max:.4} ms in [{lo:.1}, {hi:.1}], drops {}", q["drops"]);
         assert!(u64_of(&q["drops"]) > 0, "the buffer must fill");
-        assert!(
-            max <= hi + 1e-6 && max >= lo - 1e-6,
-            "max sojourn {max} ms vs [{lo}, {hi}] ms for a {ms} ms buffer"
-        );
+        assert!(max <= hi + 1e-6 && max >= lo - 1e-6, "max sojourn {max} ms vs [{lo}, {hi}] ms for a {ms} ms buffer");
     }
     // The time is converted to bytes at the link rate: the same run as 12500B.
     let (r, b) = (with("10ms"), with("12500B"));
@@ -513,10 +403,7 @@ fn delayed_acks_send_one_ack_per_delack_count_segments() {
     eprintln!("ACKs per data segment: off {off:.4}, delack 2 {two:.4}, delack 3 {three:.4}");
     assert!((off - 1.0).abs() < 0.005, "delayed ACKs off: {off}");
     assert!((two - 0.5).abs() < 0.005, "every 2nd segment: {two}");
-    assert!(
-        (three - 1.0 / 3.0).abs() < 0.005,
-        "every 3rd segment: {three}"
-    );
+    assert!((three - 1.0 / 3.0).abs() < 0.005, "every 3rd segment: {three}");
     // The window is not ACK-limited here, so the goodput does not change.
     for g in [g_off, g_two, g_three] {
         assert!((g - g_two).abs() / g_two < 0.01, "goodput {g} vs {g_two}");
@@ -545,16 +432,8 @@ fn delack_timeout_delays_the_ack_of_a_lone_segment() {
     let default = fct(json!({}));
     let long = fct(json!({"delack_timeout": "100ms"}));
     eprintln!("2-segment flow, IW 1: fct {off:.6} s (no delayed ACKs), {default:.6} s (40 ms), {long:.6} s (100 ms)");
-    assert!(
-        (default - off - 0.040).abs() < 1e-9,
-        "default delack adds {} s",
-        default - off
-    );
-    assert!(
-        (long - off - 0.100).abs() < 1e-9,
-        "100 ms delack adds {} s",
-        long - off
-    );
+    assert!((default - off - 0.040).abs() < 1e-9, "default delack adds {} s", default - off);
+    assert!((long - off - 0.100).abs() < 1e-9, "100 ms delack adds {} s", long - off);
 }
 
 /// A 10-segment flow whose IW10 burst meets a 5-packet buffer: one packet
@@ -582,20 +461,13 @@ fn rto_min_sets_the_tail_loss_recovery_time() {
     let b = tail_loss(json!({"rto_min": "500ms"}), json!({}));
     let (fa, fb) = (flow(&a, 0), flow(&b, 0));
     let (ta, tb) = (f64_of(&fa["fct_s"]), f64_of(&fb["fct_s"]));
-    eprintln!(
-        "tail loss: fct {ta:.6} s (rto_min 200 ms), {tb:.6} s (500 ms); drops {} rtos {}",
-        fa["drops"], fa["rtos"]
-    );
+    eprintln!("tail loss: fct {ta:.6} s (rto_min 200 ms), {tb:.6} s (500 ms); drops {} rtos {}", fa["drops"], fa["rtos"]);
     for f in [&fa, &fb] {
         assert_eq!(u64_of(&f["drops"]), 4, "IW10 into 1 + 5 places");
         assert_eq!(u64_of(&f["rtos"]), 1);
         assert_eq!(u64_of(&f["bytes"]), 14_480);
     }
-    assert!(
-        ((tb - ta) - 0.300).abs() < 1e-9,
-        "fct difference {} s vs 0.3 s",
-        tb - ta
-    );
+    assert!(((tb - ta) - 0.300).abs() < 1e-9, "fct difference {} s vs 0.3 s", tb - ta);
     // And the recovery takes at least the floor: handshake + first flight
     // (≥ 1.5 RTT) + 200 ms.
     assert!(ta > 0.030 + 0.200, "fct {ta}");
@@ -621,11 +493,7 @@ fn the_first_flight_is_the_initial_window() {
         }));
         let arrived = queue_series(&r, "bottleneck", "arrived_pkts");
         let t = r.table("flow_ts");
-        let (ts, inflight, cwnd) = (
-            t.f64s("t_ns"),
-            t.f64s("in_flight_segs"),
-            t.f64s("cwnd_segs"),
-        );
+        let (ts, inflight, cwnd) = (t.f64s("t_ns"), t.f64s("in_flight_segs"), t.f64s("cwnd_segs"));
         let i150 = ts.iter().position(|&x| x == 150e6).unwrap();
         eprintln!(
             "IW {iw}: bottleneck arrivals at 120/150/220/260 ms: {} {} {} {}; in flight {} cwnd {} at 150 ms",
@@ -636,17 +504,9 @@ fn the_first_flight_is_the_initial_window() {
             inflight[i150],
             cwnd[i150]
         );
-        assert_eq!(
-            at(&arrived, 120_000_000),
-            1.0,
-            "only the SYN before the first flight"
-        );
+        assert_eq!(at(&arrived, 120_000_000), 1.0, "only the SYN before the first flight");
         assert_eq!(at(&arrived, 150_000_000), 1.0 + iw);
-        assert_eq!(
-            at(&arrived, 220_000_000),
-            1.0 + iw,
-            "nothing more until the first ACK is back"
-        );
+        assert_eq!(at(&arrived, 220_000_000), 1.0 + iw, "nothing more until the first ACK is back");
         assert!(at(&arrived, 260_000_000) > 1.0 + iw, "the second round");
         assert_eq!((inflight[i150], cwnd[i150]), (iw, iw));
     }
@@ -691,13 +551,7 @@ fn a_receiver_without_ecn_leaves_every_flow_without_ecn() {
         let (a, b) = (flow(&on, i), flow(&off, i));
         eprintln!(
             "flow {i} ({}): negotiated {} / {}; marks {} / {}; ECN reductions {} / {}",
-            a["ecn"],
-            a["ecn_negotiated"],
-            b["ecn_negotiated"],
-            a["marks"],
-            b["marks"],
-            a["ecn_reductions"],
-            b["ecn_reductions"]
+            a["ecn"], a["ecn_negotiated"], b["ecn_negotiated"], a["marks"], b["marks"], a["ecn_reductions"], b["ecn_reductions"]
         );
         assert_eq!(a["ecn_negotiated"], negotiated);
         assert!(u64_of(&a["marks"]) > 0 && u64_of(&a["ecn_reductions"]) > 0);
@@ -724,17 +578,10 @@ fn the_syn_is_not_ect_but_every_new_data_segment_is() {
         let q = queue(&r, "bottleneck");
         let f = flow(&r, 0);
         let (arr, marks) = (u64_of(&q["arrivals"]), u64_of(&q["marks"]));
-        eprintln!(
-            "{ecn}: bottleneck arrivals {arr}, marks {marks}, segments sent {}",
-            flow_col(&r, 0, "segs_sent")
-        );
+        eprintln!("{ecn}: bottleneck arrivals {arr}, marks {marks}, segments sent {}", flow_col(&r, 0, "segs_sent"));
         assert_eq!(u64_of(&f["retransmits"]), 0);
         assert!(f["fct_s"].is_number(), "the flow completes");
-        assert_eq!(
-            arr as f64,
-            flow_col(&r, 0, "segs_sent") + 1.0,
-            "SYN + segments"
-        );
+        assert_eq!(arr as f64, flow_col(&r, 0, "segs_sent") + 1.0, "SYN + segments");
         assert_eq!(marks, arr - 1, "every data segment marked, the SYN not");
         assert_eq!(u64_of(&f["marks"]), marks);
     }
@@ -768,18 +615,9 @@ fn lookahead_gives_identical_results_with_a_reverse_queue_and_pacing() {
     s2["engine"] = json!({"lookahead": false});
     let slow = run(s2);
     for name in ["flows", "queues", "sojourn_hist", "flow_ts", "queue_ts"] {
-        assert_eq!(
-            format!("{:?}", fast.table(name)),
-            format!("{:?}", slow.table(name)),
-            "table {name} differs"
-        );
+        assert_eq!(format!("{:?}", fast.table(name)), format!("{:?}", slow.table(name)), "table {name} differs");
     }
     let rev = queue(&fast, "bottleneck_rev");
-    eprintln!(
-        "lookahead with reverse queue: ACK drops {}, events {} vs {}",
-        rev["drops"],
-        fast.summary()["perf"]["events"],
-        slow.summary()["perf"]["events"]
-    );
+    eprintln!("lookahead with reverse queue: ACK drops {}, events {} vs {}", rev["drops"], fast.summary()["perf"]["events"], slow.summary()["perf"]["events"]);
     assert!(u64_of(&rev["arrivals"]) > 0);
 }

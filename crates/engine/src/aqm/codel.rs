@@ -36,11 +36,7 @@ pub struct CodelConfig {
     /// CE-mark ECN-capable packets instead of dropping them.
     pub ecn: bool,
     /// Linux extension: CE-mark every ECT packet whose sojourn exceeds this.
-    #[serde(
-        rename = "ce_threshold",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "ce_threshold", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub ce_threshold_ns: Option<u64>,
 }
 
@@ -134,13 +130,7 @@ pub fn control_law(t_ns: u64, interval_ns: u64, count: u32) -> u64 {
 
 /// RFC 8289 §5 `dodequeue` (the `ok_to_drop` test), given the packet just
 /// popped and the backlog left behind.
-fn should_drop(
-    p: &CodelParams,
-    v: &mut CodelVars,
-    pkt: Option<&Packet>,
-    backlog: u64,
-    now: u64,
-) -> bool {
+fn should_drop(p: &CodelParams, v: &mut CodelVars, pkt: Option<&Packet>, backlog: u64, now: u64) -> bool {
     let Some(pkt) = pkt else {
         // RFC 8289 §5: an empty queue cannot be above target.
         v.first_above_ns = 0;
@@ -224,11 +214,7 @@ pub fn codel_dequeue<Q: CodelQueue>(
         // last episode, resume from the drop rate that controlled the queue then.
         let delta = v.count.saturating_sub(v.lastcount);
         let since_ns = now as i128 - v.drop_next_ns as i128;
-        v.count = if delta > 1 && since_ns < 16 * p.interval_ns as i128 {
-            delta
-        } else {
-            1
-        };
+        v.count = if delta > 1 && since_ns < 16 * p.interval_ns as i128 { delta } else { 1 };
         v.lastcount = v.count;
         v.drop_next_ns = control_law(now, p.interval_ns, v.count);
     }
@@ -263,10 +249,7 @@ impl Codel {
 
 impl Qdisc for Codel {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes)
-        {
+        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
         } else {
             self.q.push(pkt);
@@ -299,10 +282,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn codel(ecn: bool) -> Harness<Codel> {
-        let cfg = CodelConfig {
-            ecn,
-            ..CodelConfig::default()
-        };
+        let cfg = CodelConfig { ecn, ..CodelConfig::default() };
         Harness::new(Codel::new(cfg, &env(10_000_000, 10_000)).unwrap())
     }
 
@@ -350,10 +330,7 @@ mod tests {
         // After the 3rd drop (at 291 ms): drop_next = 120 + 100 + 100/√2 + 100/√3 ms.
         let expect = 220.0 + 100.0 / 2f64.sqrt() + 100.0 / 3f64.sqrt();
         let got = h.q.vars.drop_next_ns as f64 / MS as f64;
-        assert!(
-            (got - expect).abs() < 1e-5,
-            "drop_next {got} ms, expected {expect}"
-        );
+        assert!((got - expect).abs() < 1e-5, "drop_next {got} ms, expected {expect}");
         assert_eq!(h.q.vars.count, 3);
     }
 
@@ -384,14 +361,7 @@ mod tests {
         for _ in 0..3 {
             h.enqueue(now - 50 * MS, data(1, Ecn::NotEct));
         }
-        h.q.vars = CodelVars {
-            count,
-            lastcount,
-            dropping: false,
-            first_above_ns: now - 1,
-            drop_next_ns,
-            ldelay_ns: 0,
-        };
+        h.q.vars = CodelVars { count, lastcount, dropping: false, first_above_ns: now - 1, drop_next_ns, ldelay_ns: 0 };
         h
     }
 
@@ -402,10 +372,7 @@ mod tests {
         h.dequeue(now);
         assert_eq!(h.drops(), 1);
         assert_eq!((h.q.vars.count, h.q.vars.lastcount), (7, 7));
-        assert_eq!(
-            h.q.vars.drop_next_ns,
-            now + (100.0 * MS as f64 / 7f64.sqrt()) as u64
-        );
+        assert_eq!(h.q.vars.drop_next_ns, now + (100.0 * MS as f64 / 7f64.sqrt()) as u64);
     }
 
     /// The same rule reached by a real trace rather than injected state: an
@@ -491,10 +458,7 @@ mod tests {
 
     #[test]
     fn ce_threshold_marks_ect_above_threshold_without_codel_drops() {
-        let cfg = CodelConfig {
-            ce_threshold_ns: Some(MS),
-            ..CodelConfig::default()
-        };
+        let cfg = CodelConfig { ce_threshold_ns: Some(MS), ..CodelConfig::default() };
         let mut h = Harness::new(Codel::new(cfg, &env(10_000_000, 100)).unwrap());
         h.enqueue(0, data(1, Ecn::Ect1));
         h.enqueue(0, data(1, Ecn::Ect1));
@@ -504,10 +468,7 @@ mod tests {
 
     #[test]
     fn config_rejects_zero_target_naming_the_field() {
-        let cfg = CodelConfig {
-            target_ns: 0,
-            ..CodelConfig::default()
-        };
+        let cfg = CodelConfig { target_ns: 0, ..CodelConfig::default() };
         let e = Codel::new(cfg, &env(1, 1)).unwrap_err();
         assert!(e.starts_with("target:"), "{e}");
     }

@@ -135,15 +135,11 @@ impl CurvyRed {
 
     /// Classic probability p_C = (Q_C/2^S_C)^(2U), clamped to 1.
     pub fn p_c(&self) -> f64 {
-        (self.vars.q_c * self.scale_c)
-            .min(1.0)
-            .powi(2 * self.cfg.curviness as i32)
+        (self.vars.q_c * self.scale_c).min(1.0).powi(2 * self.cfg.curviness as i32)
     }
     /// Coupled L4S probability p_CL = (Q_C/2^S_L)^U, clamped to 1.
     pub fn p_cl(&self) -> f64 {
-        (self.vars.q_c * self.scale_l)
-            .min(1.0)
-            .powi(self.cfg.curviness as i32)
+        (self.vars.q_c * self.scale_l).min(1.0).powi(self.cfg.curviness as i32)
     }
 
     fn classic(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
@@ -185,11 +181,7 @@ impl Qdisc for CurvyRed {
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         loop {
             let (pkt, _, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
-            let out = if pkt.subq == L {
-                self.l4s(pkt, ctx)
-            } else {
-                self.classic(pkt, ctx)
-            };
+            let out = if pkt.subq == L { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) };
             if let Some(pkt) = out {
                 self.dq.commit(credit);
                 return Some(pkt);
@@ -282,16 +274,12 @@ mod tests {
         let mut h = curvy();
         let f = run(&mut h, Ecn::Ect1, 0.0, 2 * MS, 100);
         assert_eq!(f, 1.0);
-        assert_eq!(
-            h.counters[L as usize].marked_pkts[MarkReason::Step as usize],
-            1000
-        );
+        assert_eq!(h.counters[L as usize].marked_pkts[MarkReason::Step as usize], 1000);
     }
 
     #[test]
     fn random_trace_conserves_packets() {
-        let mut h =
-            Harness::new(CurvyRed::new(CurvyRedConfig::default(), &env(10_000_000, 40)).unwrap());
+        let mut h = Harness::new(CurvyRed::new(CurvyRedConfig::default(), &env(10_000_000, 40)).unwrap());
         random_trace(&mut h, 20_000);
         h.assert_conservation();
     }

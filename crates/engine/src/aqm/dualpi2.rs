@@ -48,18 +48,10 @@ pub enum NativeAqm {
 pub struct DualPi2Config {
     pub variant: DualPi2Variant,
     /// PI2 target queue delay; None = the variant's value.
-    #[serde(
-        rename = "target",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "target", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub target_ns: Option<u64>,
     /// PI2 update period; None = the variant's value.
-    #[serde(
-        rename = "tupdate",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "tupdate", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub tupdate_ns: Option<u64>,
     /// Integral gain (Hz); None = the variant's value.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,13 +127,7 @@ impl DualPi2Variant {
             DualPi2Variant::Rfc => (15_000_000, 15_000_000, 0.15, 3.0, NativeAqm::Ramp),
             // dualpi2_reset_default: 15 ms, 16 ms, alpha 41/256 (~0.16 Hz), beta
             // 819/256 (~3.2 Hz) ("10 dB stability margin with max_rtt = 100 ms"); step.
-            DualPi2Variant::Linux => (
-                15_000_000,
-                16_000_000,
-                41.0 / 256.0,
-                819.0 / 256.0,
-                NativeAqm::Step,
-            ),
+            DualPi2Variant::Linux => (15_000_000, 16_000_000, 41.0 / 256.0, 819.0 / 256.0, NativeAqm::Step),
         }
     }
 }
@@ -245,10 +231,7 @@ impl DualPi2 {
             cfg.classic_protection,
             cfg.tshift_ns,
         )?;
-        let vars = DualPi2Vars {
-            next_timer_ns: params.tupdate_ns,
-            ..DualPi2Vars::default()
-        };
+        let vars = DualPi2Vars { next_timer_ns: params.tupdate_ns, ..DualPi2Vars::default() };
         Ok(DualPi2 { dq, params, vars })
     }
 
@@ -269,9 +252,7 @@ impl DualPi2 {
             NativeAqm::Step => f64::from(u8::from(sojourn_ns > p.step_thresh_ns)),
             // RFC 9332 A.1 laqm, not applied to a lone packet (Th_len).
             NativeAqm::Ramp if l_len_before <= p.th_len_pkts => 0.0,
-            NativeAqm::Ramp => (sojourn_ns.saturating_sub(p.ramp_min_th_ns) as f64
-                / p.ramp_range_ns as f64)
-                .min(1.0),
+            NativeAqm::Ramp => (sojourn_ns.saturating_sub(p.ramp_min_th_ns) as f64 / p.ramp_range_ns as f64).min(1.0),
         }
     }
 
@@ -315,11 +296,7 @@ impl DualPi2 {
         let p_cl = if guarded { 0.0 } else { self.p_cl() };
         if self.params.l4s_recur_max {
             // RFC 9332 A.1: p_L = max(p'_L, p_CL), marked by `recur`.
-            let reason = if native >= p_cl {
-                MarkReason::Step
-            } else {
-                MarkReason::Coupled
-            };
+            let reason = if native >= p_cl { MarkReason::Step } else { MarkReason::Coupled };
             if recur(&mut self.vars.l_recur, native.max(p_cl)) {
                 return ctx.mark_or_drop(pkt, reason, DropReason::Aqm);
             }
@@ -339,11 +316,7 @@ impl DualPi2 {
     fn update(&mut self, now: u64) {
         let p = &self.params;
         let qc = self.dq.c.head_sojourn_ns(now);
-        let qdelay = if p.pi_on_max_sojourn {
-            qc.max(self.dq.l.head_sojourn_ns(now))
-        } else {
-            qc
-        };
+        let qdelay = if p.pi_on_max_sojourn { qc.max(self.dq.l.head_sojourn_ns(now)) } else { qc };
         let secs = |a: u64, b: u64| (a as f64 - b as f64) * 1e-9;
         let v = &mut self.vars;
         v.p_prime += p.alpha * secs(qdelay, p.target_ns) + p.beta * secs(qdelay, v.prev_qdelay_ns);
@@ -366,11 +339,7 @@ impl Qdisc for DualPi2 {
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         loop {
             let (pkt, l_len_before, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
-            let out = if pkt.subq == L {
-                self.l4s(pkt, l_len_before, ctx)
-            } else {
-                self.classic(pkt, ctx)
-            };
+            let out = if pkt.subq == L { self.l4s(pkt, l_len_before, ctx) } else { self.classic(pkt, ctx) };
             if let Some(pkt) = out {
                 self.dq.commit(credit);
                 return Some(pkt);

@@ -9,10 +9,7 @@ use crate::net::packet::Ecn;
 const MS: u64 = 1_000_000;
 
 fn dp(variant: DualPi2Variant, tweak: impl FnOnce(&mut DualPi2Config)) -> Harness<DualPi2> {
-    let mut cfg = DualPi2Config {
-        variant,
-        ..DualPi2Config::default()
-    };
+    let mut cfg = DualPi2Config { variant, ..DualPi2Config::default() };
     tweak(&mut cfg);
     Harness::new(DualPi2::new(cfg, &env(100_000_000, 10_000)).unwrap())
 }
@@ -73,10 +70,7 @@ fn fixed_p_prime_l4s_coupled_mark_fraction_is_k_p_prime() {
     let (drops, marks, _) = held(&mut h, Ecn::Ect1, 0.3, n);
     assert_eq!(drops, 0);
     assert_fraction(marks, n, 0.6);
-    assert_eq!(
-        h.counters[L as usize].marked_pkts[MarkReason::Coupled as usize],
-        marks
-    );
+    assert_eq!(h.counters[L as usize].marked_pkts[MarkReason::Coupled as usize], marks);
 }
 
 #[test]
@@ -98,10 +92,7 @@ fn overload_switches_l4s_to_drop_with_p_c_and_marks_every_survivor() {
     let (drops, marks, sent) = held(&mut h, Ecn::Ect1, 0.8, n);
     assert_fraction(drops, n, 0.64);
     assert_eq!(marks, sent, "100 % marking of what is not dropped");
-    assert_eq!(
-        h.counters[L as usize].dropped_pkts[DropReason::Overload as usize],
-        drops
-    );
+    assert_eq!(h.counters[L as usize].dropped_pkts[DropReason::Overload as usize], drops);
 }
 
 #[test]
@@ -149,18 +140,11 @@ fn linux_step_marks_l4s_above_1ms_sojourn_only() {
         h.enqueue(0, data(1, Ecn::Ect1));
     }
     assert_eq!(h.dequeue(900_000).unwrap().ecn, Ecn::Ect1);
-    assert_eq!(
-        h.dequeue(MS).unwrap().ecn,
-        Ecn::Ect1,
-        "exactly 1 ms is not above"
-    );
+    assert_eq!(h.dequeue(MS).unwrap().ecn, Ecn::Ect1, "exactly 1 ms is not above");
     assert_eq!(h.dequeue(1_100_000).unwrap().ecn, Ecn::Ce);
     // The step applies even to a lone packet and below 2 MTU of backlog.
     assert_eq!(h.dequeue(5 * MS).unwrap().ecn, Ecn::Ce);
-    assert_eq!(
-        h.counters[L as usize].marked_pkts[MarkReason::Step as usize],
-        2
-    );
+    assert_eq!(h.counters[L as usize].marked_pkts[MarkReason::Step as usize], 2);
 }
 
 #[test]
@@ -211,80 +195,39 @@ fn pi_update_uses_max_head_sojourn_in_linux_and_classic_only_in_rfc() {
     h.enqueue(0, data(1, Ecn::Ect1));
     h.timer(30 * MS);
     // 41/256 * (0.030 - 0.015) + 819/256 * (0.030 - 0)
-    assert!(
-        (h.q.vars.p_prime - 0.098_378_906_25).abs() < 1e-12,
-        "{}",
-        h.q.vars.p_prime
-    );
+    assert!((h.q.vars.p_prime - 0.098_378_906_25).abs() < 1e-12, "{}", h.q.vars.p_prime);
     let mut h = dp(DualPi2Variant::Rfc, |_| {});
     h.enqueue(0, data(1, Ecn::Ect1));
     h.timer(30 * MS);
-    assert_eq!(
-        h.q.vars.p_prime, 0.0,
-        "an L-queue delay does not drive the RFC PI"
-    );
+    assert_eq!(h.q.vars.p_prime, 0.0, "an L-queue delay does not drive the RFC PI");
     h.enqueue(0, data(2, Ecn::NotEct));
     h.timer(60 * MS);
     // Classic head 60 ms, previous 0: 0.15*(0.060-0.015) + 3*(0.060-0) = 0.18675.
-    assert!(
-        (h.q.vars.p_prime - 0.186_75).abs() < 1e-12,
-        "{}",
-        h.q.vars.p_prime
-    );
+    assert!((h.q.vars.p_prime - 0.186_75).abs() < 1e-12, "{}", h.q.vars.p_prime);
     assert_eq!(h.q.next_timer_ns(), Some(75 * MS));
 }
 
 #[test]
 fn variants_resolve_their_appendix_a_and_kernel_defaults() {
     let p = dp(DualPi2Variant::Rfc, |_| {}).q.params;
-    assert_eq!(
-        (p.target_ns, p.tupdate_ns, p.alpha, p.beta, p.native),
-        (15 * MS, 15 * MS, 0.15, 3.0, NativeAqm::Ramp)
-    );
+    assert_eq!((p.target_ns, p.tupdate_ns, p.alpha, p.beta, p.native), (15 * MS, 15 * MS, 0.15, 3.0, NativeAqm::Ramp));
     let p = dp(DualPi2Variant::Linux, |c| c.alpha = Some(0.2)).q.params;
-    assert_eq!(
-        (p.tupdate_ns, p.alpha, p.native),
-        (16 * MS, 0.2, NativeAqm::Step)
-    );
-    let e = DualPi2::new(
-        DualPi2Config {
-            coupling_factor: 0.0,
-            ..DualPi2Config::default()
-        },
-        &env(1, 1),
-    )
-    .unwrap_err();
+    assert_eq!((p.tupdate_ns, p.alpha, p.native), (16 * MS, 0.2, NativeAqm::Step));
+    let e = DualPi2::new(DualPi2Config { coupling_factor: 0.0, ..DualPi2Config::default() }, &env(1, 1)).unwrap_err();
     assert!(e.starts_with("coupling_factor:"), "{e}");
 }
 
 #[test]
 fn registry_builds_every_dualq_name_and_rejects_unknown_keys() {
-    let params =
-        serde_json::json!({"variant": "rfc", "scheduler": "ts_fifo", "ramp_min_th": "500us"});
+    let params = serde_json::json!({"variant": "rfc", "scheduler": "ts_fifo", "ramp_min_th": "500us"});
     let (q, norm) = crate::aqm::build("dualpi2", &params, &env(10_000_000, 100)).unwrap();
     assert_eq!(q.subqueue_names(), &["l4s", "classic"]);
     assert_eq!(q.probe_names(), &["p_prime", "p_c", "p_cl"]);
-    assert_eq!(
-        (norm["variant"].as_str(), norm["ramp_min_th"].as_str()),
-        (Some("rfc"), Some("500us"))
-    );
-    let e = crate::aqm::build("dualpi2", &serde_json::json!({"tupdat": "1ms"}), &env(1, 1))
-        .unwrap_err();
+    assert_eq!((norm["variant"].as_str(), norm["ramp_min_th"].as_str()), (Some("rfc"), Some("500us")));
+    let e = crate::aqm::build("dualpi2", &serde_json::json!({"tupdat": "1ms"}), &env(1, 1)).unwrap_err();
     assert!(e.contains("tupdate"), "{e}");
-    for name in [
-        "red",
-        "ared",
-        "codel",
-        "fq_codel",
-        "pie",
-        "pi2",
-        "dualpi2",
-        "curvy_red",
-    ] {
-        assert!(
-            crate::aqm::build(name, &serde_json::Value::Null, &env(10_000_000, 100)).is_ok(),
-            "{name}"
-        );
+    for name in ["red", "ared", "codel", "fq_codel", "pie", "pi2", "dualpi2", "curvy_red"] {
+        assert!(crate::aqm::build(name, &serde_json::Value::Null, &env(10_000_000, 100)).is_ok(), "{name}");
     }
 }
 
@@ -300,10 +243,7 @@ fn random_trace_conserves_packets_in_both_variants_and_schedulers() {
             c.tupdate_ns = Some(5 * MS);
         });
         h.q.dq = DualQueue::new(
-            crate::aqm::QueueLimit {
-                pkts: Some(40),
-                bytes: None,
-            },
+            crate::aqm::QueueLimit { pkts: Some(40), bytes: None },
             1500,
             L4sEct::L4s,
             sched,

@@ -45,15 +45,8 @@ pub enum SchedulerKind {
 
 #[derive(Debug, Clone)]
 enum Sched {
-    Wrr {
-        credit: i64,
-        init: i64,
-        wc: i64,
-        wl: i64,
-    },
-    TsFifo {
-        tshift_ns: u64,
-    },
+    Wrr { credit: i64, init: i64, wc: i64, wl: i64 },
+    TsFifo { tshift_ns: u64 },
 }
 
 /// A packet taken by the scheduler, with what the AQM needs to judge it.
@@ -93,12 +86,7 @@ impl DualQueue {
                 let (wc, wl) = (wc_percent as i64, 100 - wc_percent as i64);
                 // Linux dualpi2_calculate_c_protection: init = MTU*(wc - wl) (< 0 favours L).
                 let init = mtu as i64 * (wc - wl);
-                Sched::Wrr {
-                    credit: init,
-                    init,
-                    wc,
-                    wl,
-                }
+                Sched::Wrr { credit: init, init, wc, wl }
             }
             SchedulerKind::TsFifo => Sched::TsFifo { tshift_ns },
         };
@@ -128,10 +116,7 @@ impl DualQueue {
 
     /// RFC 9332 §2.4: one buffer limit shared by both queues; tail drop beyond it.
     pub fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if self
-            .limit
-            .would_overflow(self.len(), self.bytes(), pkt.size_bytes)
-        {
+        if self.limit.would_overflow(self.len(), self.bytes(), pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
         } else if pkt.subq == L {
             self.l.push(pkt);
@@ -153,13 +138,10 @@ impl DualQueue {
         let serve_l = match &self.sched {
             Sched::Wrr { credit, .. } => ln > 0 && (cn == 0 || *credit <= 0),
             Sched::TsFifo { tshift_ns } => {
-                ln > 0
-                    && (cn == 0
-                        || self.l.head_sojourn_ns(now) + *tshift_ns > self.c.head_sojourn_ns(now))
+                ln > 0 && (cn == 0 || self.l.head_sojourn_ns(now) + *tshift_ns > self.c.head_sojourn_ns(now))
             }
         };
-        let pkt =
-            if serve_l { self.l.pop() } else { self.c.pop() }.expect("chosen queue is non-empty");
+        let pkt = if serve_l { self.l.pop() } else { self.c.pop() }.expect("chosen queue is non-empty");
         // Linux dequeue_packet: the credit moves only while both queues are backlogged.
         let credit_change = match self.sched {
             Sched::Wrr { wc, wl, .. } => {
@@ -172,11 +154,7 @@ impl DualQueue {
             }
             Sched::TsFifo { .. } => 0,
         };
-        Some(Popped {
-            pkt,
-            l_len_before: ln,
-            credit_change,
-        })
+        Some(Popped { pkt, l_len_before: ln, credit_change })
     }
 
     /// The popped packet is being sent: apply its WRR credit change (packets
@@ -220,18 +198,7 @@ mod tests {
     use crate::sim::rng::{Domain, SimRng};
 
     fn dq(kind: SchedulerKind) -> DualQueue {
-        DualQueue::new(
-            QueueLimit {
-                pkts: Some(1000),
-                bytes: None,
-            },
-            1500,
-            L4sEct::L4s,
-            kind,
-            10,
-            50_000_000,
-        )
-        .unwrap()
+        DualQueue::new(QueueLimit { pkts: Some(1000), bytes: None }, 1500, L4sEct::L4s, kind, 10, 50_000_000).unwrap()
     }
 
     fn push(q: &mut DualQueue, ecn: Ecn, at: u64) {
@@ -249,22 +216,9 @@ mod tests {
     fn classifier_sends_ect1_and_ce_to_l_and_ect0_by_option() {
         let q = dq(SchedulerKind::Wrr);
         let c = |ecn| q.classify(&data(1, ecn));
-        assert_eq!(
-            [c(Ecn::Ect1), c(Ecn::Ce), c(Ecn::Ect0), c(Ecn::NotEct)],
-            [L, L, C, C]
-        );
-        let q = DualQueue::new(
-            QueueLimit {
-                pkts: Some(1),
-                bytes: None,
-            },
-            1500,
-            L4sEct::Any,
-            SchedulerKind::Wrr,
-            10,
-            0,
-        )
-        .unwrap();
+        assert_eq!([c(Ecn::Ect1), c(Ecn::Ce), c(Ecn::Ect0), c(Ecn::NotEct)], [L, L, C, C]);
+        let q = DualQueue::new(QueueLimit { pkts: Some(1), bytes: None }, 1500, L4sEct::Any, SchedulerKind::Wrr, 10, 0)
+            .unwrap();
         assert_eq!(q.classify(&data(1, Ecn::Ect0)), L);
     }
 
@@ -283,12 +237,7 @@ mod tests {
         }
         // Credit starts at 1500*(10-90): 8 L packets bring it to 0, the 9th
         // makes it positive, then C; thereafter 9 L : 1 C.
-        let c_at: Vec<usize> = order
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| **s == C)
-            .map(|(i, _)| i)
-            .collect();
+        let c_at: Vec<usize> = order.iter().enumerate().filter(|(_, s)| **s == C).map(|(i, _)| i).collect();
         assert_eq!(c_at, vec![9, 19, 29, 39]);
     }
 

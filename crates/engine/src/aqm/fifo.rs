@@ -15,10 +15,7 @@ pub struct PacketQueue {
 
 impl PacketQueue {
     pub fn with_capacity(pkts: usize) -> Self {
-        PacketQueue {
-            q: VecDeque::with_capacity(pkts),
-            bytes: 0,
-        }
+        PacketQueue { q: VecDeque::with_capacity(pkts), bytes: 0 }
     }
     #[inline]
     pub fn push(&mut self, pkt: Packet) {
@@ -50,9 +47,7 @@ impl PacketQueue {
     /// Sojourn time of the head packet at `now_ns` (0 when empty).
     #[inline]
     pub fn head_sojourn_ns(&self, now_ns: u64) -> u64 {
-        self.q
-            .front()
-            .map_or(0, |p| now_ns.saturating_sub(p.enq_ns))
+        self.q.front().map_or(0, |p| now_ns.saturating_sub(p.enq_ns))
     }
 }
 
@@ -77,10 +72,7 @@ pub struct Fifo {
 
 impl Fifo {
     pub fn new(_cfg: FifoConfig, env: &QdiscEnv) -> Result<Self, String> {
-        Ok(Fifo {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
-            limit: env.limit,
-        })
+        Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit })
     }
 }
 
@@ -95,17 +87,8 @@ impl Qdisc for Fifo {
         true
     }
     #[inline]
-    fn admit(
-        &mut self,
-        pkt: &mut Packet,
-        backlog_pkts: usize,
-        backlog_bytes: u64,
-        ctx: &mut QdiscCtx,
-    ) -> bool {
-        if self
-            .limit
-            .would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes)
-        {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
+        if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
             ctx.drop(*pkt, DropReason::Overflow);
             false
         } else {
@@ -140,22 +123,14 @@ mod tests {
         }
         assert_eq!(h.q.len_pkts(), 3);
         assert_eq!(h.drops(), 2);
-        let seqs: Vec<u64> = std::iter::from_fn(|| h.dequeue(10))
-            .map(|p| p.seq)
-            .collect();
+        let seqs: Vec<u64> = std::iter::from_fn(|| h.dequeue(10)).map(|p| p.seq).collect();
         assert_eq!(seqs, vec![0, 1, 2]);
         h.assert_conservation();
     }
 
     #[test]
     fn byte_limit_counts_bytes() {
-        let e = QdiscEnv {
-            limit: QueueLimit {
-                pkts: None,
-                bytes: Some(4000),
-            },
-            ..env(1, 1)
-        };
+        let e = QdiscEnv { limit: QueueLimit { pkts: None, bytes: Some(4000) }, ..env(1, 1) };
         let mut h = Harness::new(Fifo::new(FifoConfig {}, &e).unwrap());
         for _ in 0..3 {
             h.enqueue(0, data(0, Ecn::NotEct));

@@ -46,11 +46,7 @@ pub struct FqCodelConfig {
     /// CE-mark instead of dropping ECN-capable packets.
     pub ecn: bool,
     /// Linux extension: CE-mark ECT packets whose sojourn exceeds this.
-    #[serde(
-        rename = "ce_threshold",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "ce_threshold", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub ce_threshold_ns: Option<u64>,
 }
 
@@ -149,12 +145,7 @@ impl FqCodel {
             ce_threshold_ns: cfg.ce_threshold_ns,
         }
         .params(env.mtu_bytes)?;
-        let flow = Flow {
-            q: PacketQueue::default(),
-            vars: CodelVars::default(),
-            deficit: 0,
-            list: List::None,
-        };
+        let flow = Flow { q: PacketQueue::default(), vars: CodelVars::default(), deficit: 0, list: List::None };
         Ok(FqCodel {
             flows: vec![flow; cfg.flows as usize],
             new_flows: VecDeque::new(),
@@ -163,11 +154,7 @@ impl FqCodel {
             quantum: cfg.quantum_bytes as i64,
             drop_batch: cfg.drop_batch_size,
             limit_pkts: env.limit.pkts.unwrap_or(u64::MAX),
-            limit_bytes: env
-                .limit
-                .bytes
-                .unwrap_or(u64::MAX)
-                .min(cfg.memory_limit_bytes),
+            limit_bytes: env.limit.bytes.unwrap_or(u64::MAX).min(cfg.memory_limit_bytes),
             total_bytes: 0,
             total_pkts: 0,
         })
@@ -236,11 +223,7 @@ impl Qdisc for FqCodel {
         loop {
             // RFC 8290 §4: new flows first, then old flows.
             let from_new = !self.new_flows.is_empty();
-            let head = if from_new {
-                self.new_flows.front()
-            } else {
-                self.old_flows.front()
-            };
+            let head = if from_new { self.new_flows.front() } else { self.old_flows.front() };
             let idx = *head? as usize;
             let flow = &mut self.flows[idx];
             if flow.deficit <= 0 {
@@ -251,11 +234,8 @@ impl Qdisc for FqCodel {
                 self.old_flows.push_back(idx as u32);
                 continue;
             }
-            let mut view = FlowView {
-                q: &mut flow.q,
-                total_bytes: &mut self.total_bytes,
-                total_pkts: &mut self.total_pkts,
-            };
+            let mut view =
+                FlowView { q: &mut flow.q, total_bytes: &mut self.total_bytes, total_pkts: &mut self.total_pkts };
             match codel_dequeue(&self.codel, &mut flow.vars, &mut view, ctx) {
                 Some(p) => {
                     flow.deficit -= p.size_bytes as i64;
@@ -372,20 +352,14 @@ mod tests {
 
     #[test]
     fn overflow_batch_is_capped_at_drop_batch_size() {
-        let cfg = FqCodelConfig {
-            drop_batch_size: 4,
-            ..FqCodelConfig::default()
-        };
+        let cfg = FqCodelConfig { drop_batch_size: 4, ..FqCodelConfig::default() };
         let mut h = Harness::new(FqCodel::new(cfg, &env(10_000_000, 20)).unwrap());
         for s in 0..21 {
             h.enqueue(0, pkt(1, s, 1500));
         }
         assert_eq!(h.drops(), 4);
         let b1 = h.q.bucket(&pkt(1, 0, 1500));
-        assert_eq!(
-            h.q.flows[b1].vars.count, 4,
-            "codel count raised by the batch"
-        );
+        assert_eq!(h.q.flows[b1].vars.count, 4, "codel count raised by the batch");
     }
 
     #[test]
@@ -408,10 +382,7 @@ mod tests {
 
     #[test]
     fn codel_mtu_check_uses_total_backlog_not_the_flow_backlog() {
-        let cfg = FqCodelConfig {
-            ecn: false,
-            ..FqCodelConfig::default()
-        };
+        let cfg = FqCodelConfig { ecn: false, ..FqCodelConfig::default() };
         let mut h = Harness::new(FqCodel::new(cfg, &env(10_000_000, 1000)).unwrap());
         h.enqueue(0, pkt(1, 0, 1500));
         for s in 0..10 {

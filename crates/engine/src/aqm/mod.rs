@@ -110,13 +110,7 @@ impl<'a> QdiscCtx<'a> {
         counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
         flow_counters: &'a mut [FlowQueueCounters],
     ) -> Self {
-        QdiscCtx {
-            now_ns,
-            rng,
-            counters,
-            flow_counters,
-            feedback: None,
-        }
+        QdiscCtx { now_ns, rng, counters, flow_counters, feedback: None }
     }
 
     /// Collect what [`QdiscCtx::notify_source`] sends into `out`; the engine
@@ -171,12 +165,7 @@ impl<'a> QdiscCtx<'a> {
 
     /// RFC 3168 §7: signal congestion by CE if the packet is ECN-capable,
     /// otherwise by dropping it. Returns the packet if it survives.
-    pub fn mark_or_drop(
-        &mut self,
-        mut pkt: Packet,
-        mark: MarkReason,
-        drop: DropReason,
-    ) -> Option<Packet> {
+    pub fn mark_or_drop(&mut self, mut pkt: Packet, mark: MarkReason, drop: DropReason) -> Option<Packet> {
         if self.mark(&mut pkt, mark) {
             Some(pkt)
         } else {
@@ -197,14 +186,8 @@ pub struct QueueLimit {
 impl QueueLimit {
     pub fn from_spec(spec: BufferSpec, rate_bps: u64) -> Self {
         match spec {
-            BufferSpec::Packets(p) => QueueLimit {
-                pkts: Some(p),
-                bytes: None,
-            },
-            BufferSpec::Bytes(b) => QueueLimit {
-                pkts: None,
-                bytes: Some(b),
-            },
+            BufferSpec::Packets(p) => QueueLimit { pkts: Some(p), bytes: None },
+            BufferSpec::Bytes(b) => QueueLimit { pkts: None, bytes: Some(b) },
             BufferSpec::Time(t) => QueueLimit {
                 pkts: None,
                 bytes: Some(((rate_bps as u128 * t as u128) / (8 * 1_000_000_000u128)) as u64),
@@ -280,13 +263,7 @@ pub trait Qdisc {
     /// [`decides_on_arrival`](Qdisc::decides_on_arrival), given the backlog
     /// the caller keeps: true if accepted (`pkt` perhaps marked), false if
     /// dropped (reported through `ctx`). The discipline stores nothing.
-    fn admit(
-        &mut self,
-        _pkt: &mut Packet,
-        _backlog_pkts: usize,
-        _backlog_bytes: u64,
-        _ctx: &mut QdiscCtx,
-    ) -> bool {
+    fn admit(&mut self, _pkt: &mut Packet, _backlog_pkts: usize, _backlog_bytes: u64, _ctx: &mut QdiscCtx) -> bool {
         unreachable!("admit is only called on disciplines that decide on arrival")
     }
     /// When the periodic update (PIE, PI2, ARED, ...) next wants to run.
@@ -304,9 +281,7 @@ pub trait Qdisc {
 
 /// Deserialise an algorithm's parameters (strict: unknown keys are errors)
 /// with every unspecified field at its documented default.
-pub fn parse_params<T: DeserializeOwned + Default>(
-    params: &serde_json::Value,
-) -> Result<T, String> {
+pub fn parse_params<T: DeserializeOwned + Default>(params: &serde_json::Value) -> Result<T, String> {
     if params.is_null() {
         return Ok(T::default());
     }
@@ -383,13 +358,7 @@ impl Qdisc for AnyQdisc {
         dispatch!(self, q => q.decides_on_arrival())
     }
     #[inline]
-    fn admit(
-        &mut self,
-        pkt: &mut Packet,
-        backlog_pkts: usize,
-        backlog_bytes: u64,
-        ctx: &mut QdiscCtx,
-    ) -> bool {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         dispatch!(self, q => q.admit(pkt, backlog_pkts, backlog_bytes, ctx))
     }
     #[inline]
@@ -431,77 +400,17 @@ macro_rules! entry {
 
 pub const REGISTRY: &[AqmEntry] = &[
     entry!("fifo", "tail-drop FIFO", fifo::FifoConfig, Fifo, fifo::Fifo),
-    entry!(
-        "step",
-        "DCTCP-style instantaneous step ECN marking at threshold K",
-        step::StepConfig,
-        Step,
-        step::Step
-    ),
-    entry!(
-        "codel",
-        "CoDel, RFC 8289",
-        codel::CodelConfig,
-        Codel,
-        codel::Codel
-    ),
-    entry!(
-        "fq_codel",
-        "FQ-CoDel, RFC 8290",
-        fq_codel::FqCodelConfig,
-        FqCodel,
-        fq_codel::FqCodel
-    ),
-    entry!(
-        "red",
-        "RED (Floyd-Jacobson 1993), ns-3 semantics",
-        red::RedConfig,
-        Red,
-        red::Red
-    ),
-    entry!(
-        "ared",
-        "Adaptive RED (Floyd-Gummadi-Shenker 2001)",
-        red::AredConfig,
-        Red,
-        red::Red
-    ),
+    entry!("step", "DCTCP-style instantaneous step ECN marking at threshold K", step::StepConfig, Step, step::Step),
+    entry!("codel", "CoDel, RFC 8289", codel::CodelConfig, Codel, codel::Codel),
+    entry!("fq_codel", "FQ-CoDel, RFC 8290", fq_codel::FqCodelConfig, FqCodel, fq_codel::FqCodel),
+    entry!("red", "RED (Floyd-Jacobson 1993), ns-3 semantics", red::RedConfig, Red, red::Red),
+    entry!("ared", "Adaptive RED (Floyd-Gummadi-Shenker 2001)", red::AredConfig, Red, red::Red),
     entry!("pie", "PIE, RFC 8033", pie::PieConfig, Pie, pie::Pie),
-    entry!(
-        "pi2",
-        "PI2 single queue (CoNEXT 2016)",
-        pi2::Pi2Config,
-        Pi2,
-        pi2::Pi2
-    ),
-    entry!(
-        "dualpi2",
-        "DualQ Coupled PI2, RFC 9332",
-        dualpi2::DualPi2Config,
-        DualPi2,
-        dualpi2::DualPi2
-    ),
-    entry!(
-        "curvy_red",
-        "DualQ Curvy RED, RFC 9332 App. B",
-        curvy_red::CurvyRedConfig,
-        CurvyRed,
-        curvy_red::CurvyRed
-    ),
-    entry!(
-        "vdq_csaqm",
-        "Virtual DualQ Core-Stateless AQM for per-packet values (Nádas et al., ANRW 2020)",
-        vdq_csaqm::VdqCsaqmConfig,
-        VdqCsaqm,
-        vdq_csaqm::VdqCsaqm
-    ),
-    entry!(
-        "qcn",
-        "QCN congestion point, IEEE 802.1Qau (tail-drop FIFO + CNM feedback)",
-        qcn::QcnConfig,
-        Qcn,
-        qcn::Qcn
-    ),
+    entry!("pi2", "PI2 single queue (CoNEXT 2016)", pi2::Pi2Config, Pi2, pi2::Pi2),
+    entry!("dualpi2", "DualQ Coupled PI2, RFC 9332", dualpi2::DualPi2Config, DualPi2, dualpi2::DualPi2),
+    entry!("curvy_red", "DualQ Curvy RED, RFC 9332 App. B", curvy_red::CurvyRedConfig, CurvyRed, curvy_red::CurvyRed),
+    entry!("vdq_csaqm", "Virtual DualQ Core-Stateless AQM for per-packet values (Nádas et al., ANRW 2020)", vdq_csaqm::VdqCsaqmConfig, VdqCsaqm, vdq_csaqm::VdqCsaqm),
+    entry!("qcn", "QCN congestion point, IEEE 802.1Qau (tail-drop FIFO + CNM feedback)", qcn::QcnConfig, Qcn, qcn::Qcn),
 ];
 
 pub fn aqm_names() -> Vec<&'static str> {
@@ -513,11 +422,7 @@ pub fn lookup(name: &str) -> Option<&'static AqmEntry> {
 }
 
 /// Build a discipline by name; errors are one line naming the allowed values.
-pub fn build(
-    name: &str,
-    params: &serde_json::Value,
-    env: &QdiscEnv,
-) -> Result<(AnyQdisc, serde_json::Value), String> {
+pub fn build(name: &str, params: &serde_json::Value, env: &QdiscEnv) -> Result<(AnyQdisc, serde_json::Value), String> {
     match lookup(name) {
         Some(e) => (e.build)(params, env),
         None => Err(crate::scenario::unknown_choice("AQM", name, &aqm_names())),
@@ -630,10 +535,7 @@ pub(crate) mod testing {
         QdiscEnv {
             link_rate_bps: rate_bps,
             mtu_bytes: 1500,
-            limit: QueueLimit {
-                pkts: Some(limit_pkts),
-                bytes: None,
-            },
+            limit: QueueLimit { pkts: Some(limit_pkts), bytes: None },
         }
     }
 }

@@ -102,10 +102,7 @@ impl Pi2 {
         if !(cfg.coupling_factor.is_finite() && cfg.coupling_factor > 0.0) {
             return Err("coupling_factor: must be positive".into());
         }
-        let vars = Pi2Vars {
-            next_timer_ns: cfg.tupdate_ns,
-            ..Pi2Vars::default()
-        };
+        let vars = Pi2Vars { next_timer_ns: cfg.tupdate_ns, ..Pi2Vars::default() };
         Ok(Pi2 {
             q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
             limit: env.limit,
@@ -154,10 +151,7 @@ impl Pi2 {
 
 impl Qdisc for Pi2 {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes)
-        {
+        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
         } else {
             self.q.push(pkt);
@@ -203,16 +197,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn pi2(l4s: bool) -> Harness<Pi2> {
-        Harness::new(
-            Pi2::new(
-                Pi2Config {
-                    l4s,
-                    ..Pi2Config::default()
-                },
-                &env(100_000_000, 10_000),
-            )
-            .unwrap(),
-        )
+        Harness::new(Pi2::new(Pi2Config { l4s, ..Pi2Config::default() }, &env(100_000_000, 10_000)).unwrap())
     }
 
     #[test]
@@ -221,28 +206,16 @@ mod tests {
         h.enqueue(0, data(1, Ecn::NotEct));
         h.timer(25 * MS);
         // 0.15*(0.025-0.015) + 3*(0.025-0) = 0.0765
-        assert!(
-            (h.q.vars.p_prime - 0.0765).abs() < 1e-12,
-            "{}",
-            h.q.vars.p_prime
-        );
+        assert!((h.q.vars.p_prime - 0.0765).abs() < 1e-12, "{}", h.q.vars.p_prime);
         h.enqueue(40 * MS, data(1, Ecn::NotEct));
         h.dequeue(40 * MS); // new head enqueued at 40 ms
         h.timer(65 * MS);
         // Head sojourn 25 ms again: only the integral term, +0.0015.
-        assert!(
-            (h.q.vars.p_prime - 0.078).abs() < 1e-12,
-            "{}",
-            h.q.vars.p_prime
-        );
+        assert!((h.q.vars.p_prime - 0.078).abs() < 1e-12, "{}", h.q.vars.p_prime);
         // Queue empty: delay 0 pulls p' down by 0.15*0.015 + 3*0.025 = 0.07725.
         h.dequeue(70 * MS);
         h.timer(80 * MS);
-        assert!(
-            (h.q.vars.p_prime - 0.00075).abs() < 1e-12,
-            "{}",
-            h.q.vars.p_prime
-        );
+        assert!((h.q.vars.p_prime - 0.00075).abs() < 1e-12, "{}", h.q.vars.p_prime);
     }
 
     /// Fraction of `n` decisions (with 10 packets standing) that were signals.
@@ -283,24 +256,13 @@ mod tests {
         // Without the option ECT(1) is just Classic: p'^2.
         let mut h = pi2(false);
         let f = signal_fraction(&mut h, Ecn::Ect1, 0.3, n);
-        assert!(
-            (f - 0.09).abs() < 4.0 * (0.0819f64 / n as f64).sqrt(),
-            "{f}"
-        );
+        assert!((f - 0.09).abs() < 4.0 * (0.0819f64 / n as f64).sqrt(), "{f}");
     }
 
     #[test]
     fn random_trace_conserves_packets() {
-        let mut h = Harness::new(
-            Pi2::new(
-                Pi2Config {
-                    l4s: true,
-                    ..Pi2Config::default()
-                },
-                &env(10_000_000, 40),
-            )
-            .unwrap(),
-        );
+        let mut h =
+            Harness::new(Pi2::new(Pi2Config { l4s: true, ..Pi2Config::default() }, &env(10_000_000, 40)).unwrap());
         random_trace(&mut h, 20_000);
         h.assert_conservation();
     }

@@ -48,25 +48,13 @@ pub enum PieEstimator {
 pub struct PieConfig {
     pub preset: PiePreset,
     /// QDELAY_REF; None = the preset's value.
-    #[serde(
-        rename = "target",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "target", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub target_ns: Option<u64>,
     /// T_UPDATE; None = the preset's value.
-    #[serde(
-        rename = "tupdate",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "tupdate", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub tupdate_ns: Option<u64>,
     /// MAX_BURST; None = the preset's value.
-    #[serde(
-        rename = "max_burst",
-        with = "serde_opt_duration",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "max_burst", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub max_burst_ns: Option<u64>,
     /// Integral gain in Hz; None = the preset's value.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,17 +150,9 @@ impl PiePreset {
                 rfc_rate_ewma: true,
             },
             PiePreset::Linux | PiePreset::Linux314 => Rules {
-                scaling: if self == PiePreset::Linux {
-                    Scaling::Rfc
-                } else {
-                    Scaling::ThreeTier
-                },
+                scaling: if self == PiePreset::Linux { Scaling::Rfc } else { Scaling::ThreeTier },
                 // Linux >= 5.x: p -= p/64; 3.14: p = p*98/100.
-                decay: if self == PiePreset::Linux {
-                    63.0 / 64.0
-                } else {
-                    0.98
-                },
+                decay: if self == PiePreset::Linux { 63.0 / 64.0 } else { 0.98 },
                 boost_above_250ms: true,
                 early_uses_qdelay_old: false,
                 no_decay_with_backlog: true,
@@ -190,37 +170,13 @@ impl PiePreset {
             // 150 ms, alpha 0.125 Hz, beta 1.25 Hz. The RFC's pseudocode uses
             // the departure rate; §4.3 allows timestamps, which aqmlab uses by
             // default (as Linux >= 5.x does): set estimator = "dq_rate" for rate mode.
-            PiePreset::Rfc8033 => (
-                15_000_000,
-                15_000_000,
-                150_000_000,
-                0.125,
-                1.25,
-                PieEstimator::Timestamp,
-                true,
-            ),
+            PiePreset::Rfc8033 => (15_000_000, 15_000_000, 150_000_000, 0.125, 1.25, PieEstimator::Timestamp, true),
             // include/net/pie.h: 15 ms, 15 ms, 150 ms, alpha 2/16, beta 20/16,
             // dq_rate_estimator = false; derandomisation always on.
-            PiePreset::Linux => (
-                15_000_000,
-                15_000_000,
-                150_000_000,
-                0.125,
-                1.25,
-                PieEstimator::Timestamp,
-                true,
-            ),
+            PiePreset::Linux => (15_000_000, 15_000_000, 150_000_000, 0.125, 1.25, PieEstimator::Timestamp, true),
             // Linux 3.14 sch_pie.c: 20 ms, 30 ms, 100 ms, same gains; rate mode
             // only; no derandomisation.
-            PiePreset::Linux314 => (
-                20_000_000,
-                30_000_000,
-                100_000_000,
-                0.125,
-                1.25,
-                PieEstimator::DqRate,
-                false,
-            ),
+            PiePreset::Linux314 => (20_000_000, 30_000_000, 100_000_000, 0.125, 1.25, PieEstimator::DqRate, false),
         }
     }
 }
@@ -338,10 +294,7 @@ impl Pie {
         if !(0.0..=1.0).contains(&params.mark_ecn_threshold) {
             return Err("mark_ecn_threshold: must be a probability in [0, 1]".into());
         }
-        let vars = PieVars {
-            burst_ns: params.max_burst_ns,
-            ..PieVars::default()
-        };
+        let vars = PieVars { burst_ns: params.max_burst_ns, ..PieVars::default() };
         Ok(Pie {
             q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
             limit: env.limit,
@@ -400,12 +353,7 @@ impl Pie {
                 v.burst_ns = p.max_burst_ns;
             } else if p.estimator == PieEstimator::Timestamp || v.avg_dq > 0.0 {
                 // DEVIATION (Linux pie_vars_init): reset burst, accu and the rate estimator.
-                *v = PieVars {
-                    p: v.p,
-                    qdelay_ns: v.qdelay_ns,
-                    burst_ns: p.max_burst_ns,
-                    ..PieVars::default()
-                };
+                *v = PieVars { p: v.p, qdelay_ns: v.qdelay_ns, burst_ns: p.max_burst_ns, ..PieVars::default() };
             }
         }
         v.qdelay_old_ns = qdelay;
@@ -421,11 +369,7 @@ impl Pie {
         if v.burst_ns > 0 {
             return false;
         }
-        let qd = if p.rules.early_uses_qdelay_old {
-            v.qdelay_old_ns
-        } else {
-            v.qdelay_ns
-        };
+        let qd = if p.rules.early_uses_qdelay_old { v.qdelay_old_ns } else { v.qdelay_ns };
         if qd < p.target_ns / 2 && v.p < 0.2 {
             return false;
         }
@@ -433,17 +377,9 @@ impl Pie {
         if backlog < 2 * p.mtu {
             return false;
         }
-        let local = if p.bytemode && (size as u64) <= p.mtu {
-            v.p * size as f64 / p.mtu as f64
-        } else {
-            v.p
-        };
+        let local = if p.bytemode && (size as u64) <= p.mtu { v.p * size as f64 / p.mtu as f64 } else { v.p };
         if p.derandomize {
-            v.accu_prob = if local == 0.0 {
-                0.0
-            } else {
-                v.accu_prob + local
-            };
+            v.accu_prob = if local == 0.0 { 0.0 } else { v.accu_prob + local };
             if v.accu_prob < 0.85 {
                 return false;
             }
@@ -461,11 +397,7 @@ impl Pie {
         match p.estimator {
             PieEstimator::Timestamp => {
                 // Pitfall: an empty queue means zero delay, or p never decays.
-                v.qdelay_ns = if backlog == 0 {
-                    0
-                } else {
-                    now.saturating_sub(pkt.enq_ns)
-                };
+                v.qdelay_ns = if backlog == 0 { 0 } else { now.saturating_sub(pkt.enq_ns) };
                 if !p.rules.burst_per_update {
                     let dtime = v.last_dq_ns.map_or(0, |t| now - t);
                     v.burst_ns = v.burst_ns.saturating_sub(dtime);
@@ -478,9 +410,7 @@ impl Pie {
                     v.dq_start_ns = now;
                     v.dq_count = Some(0);
                 }
-                let Some(count) = v.dq_count.map(|c| c + pkt.size_bytes as u64) else {
-                    return;
-                };
+                let Some(count) = v.dq_count.map(|c| c + pkt.size_bytes as u64) else { return };
                 v.dq_count = Some(count);
                 let dtime = now - v.dq_start_ns;
                 if count < p.dq_threshold || dtime == 0 {
@@ -488,24 +418,12 @@ impl Pie {
                 }
                 if p.rules.rfc_rate_ewma {
                     let sample = dtime as f64 / count as f64;
-                    v.avg_dq = if v.avg_dq == 0.0 {
-                        sample
-                    } else {
-                        0.25 * sample + 0.75 * v.avg_dq
-                    };
+                    v.avg_dq = if v.avg_dq == 0.0 { sample } else { 0.25 * sample + 0.75 * v.avg_dq };
                     v.dq_count = None;
                 } else {
                     let sample = count as f64 / dtime as f64;
-                    v.avg_dq = if v.avg_dq == 0.0 {
-                        sample
-                    } else {
-                        v.avg_dq * 7.0 / 8.0 + sample / 8.0
-                    };
-                    v.dq_count = if backlog < p.dq_threshold {
-                        None
-                    } else {
-                        Some(0)
-                    };
+                    v.avg_dq = if v.avg_dq == 0.0 { sample } else { v.avg_dq * 7.0 / 8.0 + sample / 8.0 };
+                    v.dq_count = if backlog < p.dq_threshold { None } else { Some(0) };
                     v.dq_start_ns = now;
                     // Linux (all versions): the burst allowance shrinks per measurement.
                     v.burst_ns = v.burst_ns.saturating_sub(dtime);
@@ -517,10 +435,7 @@ impl Pie {
 
 impl Qdisc for Pie {
     fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
-        if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes)
-        {
+        if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             self.vars.accu_prob = 0.0;
             ctx.drop(pkt, DropReason::Overflow);
             return;
@@ -529,10 +444,7 @@ impl Qdisc for Pie {
             self.vars.accu_prob = 0.0;
             // RFC 8033 §5.1: mark ECT packets only while p <= 10 %; above, drop them too.
             let p = &self.params;
-            if !(p.ecn
-                && self.vars.p <= p.mark_ecn_threshold
-                && ctx.mark(&mut pkt, MarkReason::Aqm))
-            {
+            if !(p.ecn && self.vars.p <= p.mark_ecn_threshold && ctx.mark(&mut pkt, MarkReason::Aqm)) {
                 ctx.drop(pkt, DropReason::Aqm);
                 return;
             }

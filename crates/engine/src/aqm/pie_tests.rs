@@ -13,10 +13,7 @@ fn pie(cfg: PieConfig) -> Harness<Pie> {
 
 #[track_caller]
 fn assert_close(got: f64, want: f64) {
-    assert!(
-        (got - want).abs() <= 1e-12 + 1e-9 * want.abs(),
-        "got {got:e}, want {want:e}"
-    );
+    assert!((got - want).abs() <= 1e-12 + 1e-9 * want.abs(), "got {got:e}, want {want:e}");
 }
 
 /// Every 15 ms: enqueue one packet; from 30 ms on also dequeue one (its
@@ -53,11 +50,8 @@ fn step_to_30ms_delay_raises_p_by_autoscaled_gains() {
 
 #[test]
 fn linux_314_preset_scales_gains_in_three_tiers() {
-    let cfg = PieConfig {
-        preset: PiePreset::Linux314,
-        estimator: Some(PieEstimator::Timestamp),
-        ..PieConfig::default()
-    };
+    let cfg =
+        PieConfig { preset: PiePreset::Linux314, estimator: Some(PieEstimator::Timestamp), ..PieConfig::default() };
     let mut h = pie(cfg);
     let ps = constant_30ms_delay(&mut h, 2);
     // target 20 ms: (0.125*0.010 + 1.25*0.030)/8 = 0.00484375; then +0.00125/8.
@@ -75,10 +69,7 @@ fn autoscale_table_matches_rfc_8033_decades() {
 }
 
 fn with_state(preset: PiePreset, p: f64, qdelay_ns: u64, qdelay_old_ns: u64) -> Harness<Pie> {
-    let mut h = pie(PieConfig {
-        preset,
-        ..PieConfig::default()
-    });
+    let mut h = pie(PieConfig { preset, ..PieConfig::default() });
     for _ in 0..4 {
         h.enqueue(0, data(1, Ecn::NotEct));
     }
@@ -135,11 +126,7 @@ fn burst_allowance_suppresses_early_drops_until_it_runs_out() {
     for _ in 0..200 {
         h.enqueue(151 * MS, data(1, Ecn::NotEct));
     }
-    assert!(
-        h.drops() > 20,
-        "p ~ 0.5 once the allowance is gone: {}",
-        h.drops()
-    );
+    assert!(h.drops() > 20, "p ~ 0.5 once the allowance is gone: {}", h.drops());
     h.assert_conservation();
 }
 
@@ -154,17 +141,9 @@ fn rfc_preset_rearms_burst_after_two_quiet_updates_with_p_zero() {
 // ---- ECN ----
 
 fn marking_run(p: f64, ecn: Ecn) -> Harness<Pie> {
-    let cfg = PieConfig {
-        ecn: true,
-        derandomize: Some(false),
-        ..PieConfig::default()
-    };
+    let cfg = PieConfig { ecn: true, derandomize: Some(false), ..PieConfig::default() };
     let mut h = pie(cfg);
-    h.q.vars = PieVars {
-        p,
-        qdelay_old_ns: 30 * MS,
-        ..PieVars::default()
-    };
+    h.q.vars = PieVars { p, qdelay_old_ns: 30 * MS, ..PieVars::default() };
     for _ in 0..4000 {
         h.enqueue(0, data(1, ecn));
     }
@@ -202,11 +181,7 @@ fn derandomised_drops_are_spaced_between_accu_bounds() {
     h.enqueue(0, data(1, Ecn::NotEct));
     h.enqueue(0, data(1, Ecn::NotEct));
     // p = 1/64 exactly: accu reaches 0.85 at the 55th arrival and 8.5 at the 544th.
-    h.q.vars = PieVars {
-        p: 1.0 / 64.0,
-        qdelay_old_ns: 30 * MS,
-        ..PieVars::default()
-    };
+    h.q.vars = PieVars { p: 1.0 / 64.0, qdelay_old_ns: 30 * MS, ..PieVars::default() };
     let mut last = 0u64;
     let mut gaps = vec![];
     for i in 1..=50_000u64 {
@@ -230,11 +205,7 @@ fn derandomised_drops_are_spaced_between_accu_bounds() {
 
 #[test]
 fn dq_rate_estimator_turns_backlog_into_delay_by_littles_law() {
-    let cfg = PieConfig {
-        preset: PiePreset::Linux,
-        estimator: Some(PieEstimator::DqRate),
-        ..PieConfig::default()
-    };
+    let cfg = PieConfig { preset: PiePreset::Linux, estimator: Some(PieEstimator::DqRate), ..PieConfig::default() };
     let mut h = pie(cfg);
     for _ in 0..40 {
         h.enqueue(0, data(1, Ecn::NotEct));
@@ -248,45 +219,19 @@ fn dq_rate_estimator_turns_backlog_into_delay_by_littles_law() {
     h.timer(13_200_000);
     let rate = 16_500.0 / 12e6; // bytes per ns
     let want = (29.0 * 1500.0 / rate) as u64; // 31.636 ms
-    assert!(
-        h.q.vars.qdelay_ns.abs_diff(want) <= 1,
-        "{} vs {want}",
-        h.q.vars.qdelay_ns
-    );
+    assert!(h.q.vars.qdelay_ns.abs_diff(want) <= 1, "{} vs {want}", h.q.vars.qdelay_ns);
 }
 
 // ---- presets and validation ----
 
 #[test]
 fn presets_resolve_their_defaults_and_honour_overrides() {
-    let p = Pie::new(
-        PieConfig {
-            preset: PiePreset::Linux314,
-            ..PieConfig::default()
-        },
-        &env(1, 10),
-    )
-    .unwrap()
-    .params;
-    assert_eq!(
-        (p.target_ns, p.tupdate_ns, p.max_burst_ns),
-        (20 * MS, 30 * MS, 100 * MS)
-    );
+    let p = Pie::new(PieConfig { preset: PiePreset::Linux314, ..PieConfig::default() }, &env(1, 10)).unwrap().params;
+    assert_eq!((p.target_ns, p.tupdate_ns, p.max_burst_ns), (20 * MS, 30 * MS, 100 * MS));
     assert_eq!((p.estimator, p.derandomize), (PieEstimator::DqRate, false));
-    let cfg = PieConfig {
-        preset: PiePreset::Linux314,
-        target_ns: Some(5 * MS),
-        ..PieConfig::default()
-    };
+    let cfg = PieConfig { preset: PiePreset::Linux314, target_ns: Some(5 * MS), ..PieConfig::default() };
     assert_eq!(Pie::new(cfg, &env(1, 10)).unwrap().params.target_ns, 5 * MS);
-    let e = Pie::new(
-        PieConfig {
-            tupdate_ns: Some(0),
-            ..PieConfig::default()
-        },
-        &env(1, 10),
-    )
-    .unwrap_err();
+    let e = Pie::new(PieConfig { tupdate_ns: Some(0), ..PieConfig::default() }, &env(1, 10)).unwrap_err();
     assert!(e.starts_with("tupdate:"), "{e}");
 }
 
@@ -294,28 +239,18 @@ fn presets_resolve_their_defaults_and_honour_overrides() {
 fn registry_parses_preset_names_and_human_units() {
     let params = serde_json::json!({"preset": "linux-3.14", "max_burst": "50ms", "ecn": true});
     let (q, norm) = crate::aqm::build("pie", &params, &env(10_000_000, 100)).unwrap();
-    let crate::aqm::AnyQdisc::Pie(pie) = q else {
-        panic!("not pie")
-    };
-    assert_eq!(
-        (pie.params.target_ns, pie.params.max_burst_ns),
-        (20 * MS, 50 * MS)
-    );
+    let crate::aqm::AnyQdisc::Pie(pie) = q else { panic!("not pie") };
+    assert_eq!((pie.params.target_ns, pie.params.max_burst_ns), (20 * MS, 50 * MS));
     assert_eq!(norm["preset"], "linux-3.14");
     assert_eq!(norm["max_burst"], "50ms");
-    let e = crate::aqm::build("pie", &serde_json::json!({"preset": "linux-4"}), &env(1, 1))
-        .unwrap_err();
+    let e = crate::aqm::build("pie", &serde_json::json!({"preset": "linux-4"}), &env(1, 1)).unwrap_err();
     assert!(e.contains("linux-3.14"), "{e}");
 }
 
 #[test]
 fn random_trace_conserves_packets_in_every_preset() {
     for preset in [PiePreset::Rfc8033, PiePreset::Linux, PiePreset::Linux314] {
-        let cfg = PieConfig {
-            preset,
-            ecn: true,
-            ..PieConfig::default()
-        };
+        let cfg = PieConfig { preset, ecn: true, ..PieConfig::default() };
         let mut h = Harness::new(Pie::new(cfg, &env(10_000_000, 50)).unwrap());
         random_trace(&mut h, 20_000);
         h.assert_conservation();

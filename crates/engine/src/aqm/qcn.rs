@@ -33,16 +33,7 @@ pub const FB_QUANT_MAX: u32 = 63;
 /// quantised |Fb| of the last sample divided by 8: 150, 75, 50, 37.5, 30,
 /// 25, 21.5 and 18.5 KB for the 150 KB base, i.e. one frame in about 100
 /// (1 %) up to one in about 12 (8 %) at 1500 B.
-pub const SAMPLE_TABLE: [f64; 8] = [
-    1.0,
-    0.5,
-    1.0 / 3.0,
-    0.25,
-    0.2,
-    1.0 / 6.0,
-    21.5 / 150.0,
-    18.5 / 150.0,
-];
+pub const SAMPLE_TABLE: [f64; 8] = [1.0, 0.5, 1.0 / 3.0, 0.25, 0.2, 1.0 / 6.0, 21.5 / 150.0, 18.5 / 150.0];
 
 /// Size of a CNM frame on the wire (a minimum Ethernet frame).
 pub const CNM_BYTES: u32 = 64;
@@ -130,11 +121,7 @@ impl Qcn {
         let q_eq = match cfg.q_eq {
             BufferSpec::Packets(p) if p > 0 => p as f64,
             BufferSpec::Bytes(b) if b > 0 => b as f64,
-            BufferSpec::Time(_) => {
-                return Err(
-                    "q_eq: must be packets or bytes (e.g. '22pkt', '26KB'), not a time".into(),
-                )
-            }
+            BufferSpec::Time(_) => return Err("q_eq: must be packets or bytes (e.g. '22pkt', '26KB'), not a time".into()),
             _ => return Err("q_eq: must be positive".into()),
         };
         if !(cfg.w.is_finite() && cfg.w >= 0.0) {
@@ -144,16 +131,10 @@ impl Qcn {
             return Err("sample_base: must be positive".into());
         }
         if !(0.0..1.0).contains(&cfg.sample_jitter) {
-            return Err(format!(
-                "sample_jitter: must lie in [0, 1) (got {})",
-                cfg.sample_jitter
-            ));
+            return Err(format!("sample_jitter: must lie in [0, 1) (got {})", cfg.sample_jitter));
         }
         let fb_max = q_eq * (2.0 * cfg.w + 1.0);
-        let vars = QcnVars {
-            until_sample: cfg.sample_base as i64,
-            ..QcnVars::default()
-        };
+        let vars = QcnVars { until_sample: cfg.sample_base as i64, ..QcnVars::default() };
         Ok(Qcn {
             fifo: Fifo::new(FifoConfig {}, env)?,
             q_eq,
@@ -177,11 +158,7 @@ impl Qcn {
     fn qcn_next_interval(&self, fbq: u32, ctx: &mut QdiscCtx) -> i64 {
         let base = self.cfg.sample_base as f64 * SAMPLE_TABLE[(fbq >> 3) as usize];
         let j = self.cfg.sample_jitter;
-        let factor = if j > 0.0 {
-            1.0 - j + 2.0 * j * ctx.rng.uniform()
-        } else {
-            1.0
-        };
+        let factor = if j > 0.0 { 1.0 - j + 2.0 * j * ctx.rng.uniform() } else { 1.0 };
         ((base * factor).round() as i64).max(1)
     }
 
@@ -246,12 +223,7 @@ mod tests {
     use crate::net::packet::Ecn;
 
     fn cp(q_eq: BufferSpec, sample_base: u64, jitter: f64, limit_pkts: u64) -> Harness<Qcn> {
-        let cfg = QcnConfig {
-            q_eq,
-            w: 2.0,
-            sample_base,
-            sample_jitter: jitter,
-        };
+        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter };
         Harness::new(Qcn::new(cfg, &env(10_000_000_000, limit_pkts)).unwrap())
     }
 
@@ -280,16 +252,9 @@ mod tests {
         // Q after each arrival: 1..5 with Q_old one less (Q_old starts at 0), so
         // Fb = -((Q - 2) + 2*1) = -Q, and Fb_max = 2*(2*2 + 1) = 10:
         // floor(Q*63/10) = 6, 12, 18, 25, 31.
-        let sent: Vec<(u32, u32, PacketKind, u64)> = h
-            .feedback
-            .iter()
-            .map(|p| (p.flow, p.aux, p.kind, p.ts_ns))
-            .collect();
-        let want: Vec<(u32, u32, PacketKind, u64)> = [6, 12, 18, 25, 31]
-            .iter()
-            .enumerate()
-            .map(|(i, &f)| (i as u32, f, PacketKind::Cnm, i as u64))
-            .collect();
+        let sent: Vec<(u32, u32, PacketKind, u64)> = h.feedback.iter().map(|p| (p.flow, p.aux, p.kind, p.ts_ns)).collect();
+        let want: Vec<(u32, u32, PacketKind, u64)> =
+            [6, 12, 18, 25, 31].iter().enumerate().map(|(i, &f)| (i as u32, f, PacketKind::Cnm, i as u64)).collect();
         assert_eq!(sent, want);
         assert_eq!((h.q.vars.samples, h.q.vars.cnms), (5, 5));
         assert!(h.feedback.iter().all(|p| p.size_bytes == CNM_BYTES));
@@ -311,11 +276,7 @@ mod tests {
             t += 1;
         }
         assert!(h.q.vars.samples >= 1000);
-        assert!(
-            h.feedback.is_empty(),
-            "{} CNMs at a steady queue below Q_eq",
-            h.feedback.len()
-        );
+        assert!(h.feedback.is_empty(), "{} CNMs at a steady queue below Q_eq", h.feedback.len());
         h.assert_conservation();
     }
 
@@ -340,16 +301,10 @@ mod tests {
         let calm = run(5); // Q = 7.5 KB < Q_eq: base rate, one in 100 frames
         let hot = run(60);
         assert!((calm - 0.01).abs() < 0.0005, "calm sampling rate {calm}");
-        assert!(
-            (hot - 1500.0 / 37_500.0).abs() < 0.002,
-            "hot sampling rate {hot}"
-        );
+        assert!((hot - 1500.0 / 37_500.0).abs() < 0.002, "hot sampling rate {hot}");
         // At saturation (|Fb| >= 56 of 63) the interval is 18.5 KB: one frame in ~12.3.
         let sat = run(150);
-        assert!(
-            (sat - 1500.0 / 18_500.0).abs() < 0.004,
-            "saturated sampling rate {sat}"
-        );
+        assert!((sat - 1500.0 / 18_500.0).abs() < 0.004, "saturated sampling rate {sat}");
     }
 
     #[test]
@@ -364,18 +319,12 @@ mod tests {
         assert_eq!((h.q.len_pkts(), h.drops()), (3, 2));
         // Every arrival was sampled, the two dropped ones too (Q = 3 > Q_eq,
         // Fb = -1 -> 6): their source is told as well.
-        assert_eq!(
-            h.feedback.iter().map(|p| p.aux).collect::<Vec<_>>(),
-            vec![6, 12, 18, 6, 6]
-        );
+        assert_eq!(h.feedback.iter().map(|p| p.aux).collect::<Vec<_>>(), vec![6, 12, 18, 6, 6]);
     }
 
     #[test]
     fn time_q_eq_is_rejected() {
-        let cfg = QcnConfig {
-            q_eq: BufferSpec::Time(1_000),
-            ..QcnConfig::default()
-        };
+        let cfg = QcnConfig { q_eq: BufferSpec::Time(1_000), ..QcnConfig::default() };
         let e = Qcn::new(cfg, &env(1_000_000, 10)).unwrap_err();
         assert!(e.starts_with("q_eq: must be packets or bytes"), "{e}");
     }

@@ -256,12 +256,7 @@ impl Red {
             RedSpec::Ared(c) => Self::ared_params(&c, env)?,
         };
         let next_timer_ns = params.adapt.as_ref().map_or(0, |a| a.interval_ns);
-        let vars = RedVars {
-            max_p,
-            idle_since_ns: Some(0),
-            next_timer_ns,
-            ..RedVars::default()
-        };
+        let vars = RedVars { max_p, idle_since_ns: Some(0), next_timer_ns, ..RedVars::default() };
         Ok(Red {
             q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
             limit: env.limit,
@@ -357,9 +352,7 @@ impl Red {
     /// ARED paper, every interval: AIMD on max_p towards the
     /// [min_th + 0.4(max_th - min_th), min_th + 0.6(max_th - min_th)] band.
     fn adapt_max_p(&mut self, now: u64) {
-        let Some(a) = self.params.adapt.clone() else {
-            return;
-        };
+        let Some(a) = self.params.adapt.clone() else { return };
         let (p, v) = (&self.params, &self.vars);
         // Linux red_adaptative_algo: judge an idle queue by its decayed average.
         let avg = match v.idle_since_ns {
@@ -421,10 +414,7 @@ impl Qdisc for Red {
         };
         if verdict != Verdict::Pass && !(mark && ctx.mark(&mut pkt, MarkReason::Aqm)) {
             ctx.drop(pkt, DropReason::Aqm);
-        } else if self
-            .limit
-            .would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes)
-        {
+        } else if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
         } else {
             self.q.push(pkt);

@@ -9,10 +9,7 @@ const MS: u64 = 1_000_000;
 
 #[track_caller]
 fn assert_close(got: f64, want: f64, tol: f64) {
-    assert!(
-        (got - want).abs() <= tol,
-        "got {got}, want {want} (tol {tol})"
-    );
+    assert!((got - want).abs() <= tol, "got {got}, want {want} (tol {tol})");
 }
 
 // ---- the probability functions ----
@@ -47,16 +44,7 @@ fn red(cfg: RedConfig) -> Harness<Red> {
 
 /// w_q = 1 makes avg the instantaneous length seen by each arrival.
 fn instant(ecn: bool, gentle: bool, hard_drop: bool) -> RedConfig {
-    RedConfig {
-        min_th: 5.0,
-        max_th: 15.0,
-        max_p: 0.1,
-        w_q: 1.0,
-        ecn,
-        gentle,
-        hard_drop,
-        ..RedConfig::default()
-    }
+    RedConfig { min_th: 5.0, max_th: 15.0, max_p: 0.1, w_q: 1.0, ecn, gentle, hard_drop, ..RedConfig::default() }
 }
 
 /// Fill to `q` packets, then `n` arrivals that each find exactly `q`
@@ -234,14 +222,7 @@ fn ared_max_p_climbs_by_min_of_alpha_and_quarter_above_band() {
     let mut h = ared_at(13.0, 0.02);
     let got = max_p_after_ticks(&mut h, 6);
     // +max_p/4 while max_p < 0.04, then +0.01.
-    let want = [
-        0.025,
-        0.03125,
-        0.039_062_5,
-        0.048_828_125,
-        0.058_828_125,
-        0.068_828_125,
-    ];
+    let want = [0.025, 0.03125, 0.039_062_5, 0.048_828_125, 0.058_828_125, 0.068_828_125];
     for (g, w) in got.iter().zip(want) {
         assert_close(*g, w, 1e-15);
     }
@@ -252,16 +233,7 @@ fn ared_max_p_climbs_by_min_of_alpha_and_quarter_above_band() {
 fn ared_max_p_decays_by_beta_below_band_down_to_bottom() {
     let mut h = ared_at(7.0, 0.02);
     let got = max_p_after_ticks(&mut h, 8);
-    let want = [
-        0.018,
-        0.0162,
-        0.01458,
-        0.013_122,
-        0.011_809_8,
-        0.010_628_82,
-        0.01,
-        0.01,
-    ];
+    let want = [0.018, 0.0162, 0.01458, 0.013_122, 0.011_809_8, 0.010_628_82, 0.01, 0.01];
     for (g, w) in got.iter().zip(want) {
         assert_close(*g, w, 1e-12);
     }
@@ -279,38 +251,15 @@ fn ared_max_p_is_held_inside_the_band_and_capped_at_top() {
 
 #[test]
 fn config_errors_name_the_field() {
-    let e = Red::new(
-        RedConfig {
-            max_th: 4.0,
-            ..RedConfig::default()
-        },
-        &env(1, 1),
-    )
-    .unwrap_err();
+    let e = Red::new(RedConfig { max_th: 4.0, ..RedConfig::default() }, &env(1, 1)).unwrap_err();
     assert!(e.starts_with("max_th:"), "{e}");
-    let e = Red::new(
-        AredConfig {
-            interval_ns: 0,
-            ..AredConfig::default()
-        },
-        &env(1, 1),
-    )
-    .unwrap_err();
+    let e = Red::new(AredConfig { interval_ns: 0, ..AredConfig::default() }, &env(1, 1)).unwrap_err();
     assert!(e.starts_with("interval:"), "{e}");
 }
 
 #[test]
 fn random_trace_conserves_packets_red_and_ared() {
-    let mut h = Harness::new(
-        Red::new(
-            RedConfig {
-                ecn: true,
-                ..RedConfig::default()
-            },
-            &env(10_000_000, 40),
-        )
-        .unwrap(),
-    );
+    let mut h = Harness::new(Red::new(RedConfig { ecn: true, ..RedConfig::default() }, &env(10_000_000, 40)).unwrap());
     random_trace(&mut h, 20_000);
     h.assert_conservation();
     let mut h = Harness::new(Red::new(AredConfig::default(), &env(10_000_000, 40)).unwrap());

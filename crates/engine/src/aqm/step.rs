@@ -47,11 +47,7 @@ impl Step {
         if matches!(cfg.threshold, BufferSpec::Packets(0) | BufferSpec::Bytes(0)) {
             return Err("threshold: must be positive".into());
         }
-        Ok(Step {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
-            limit: env.limit,
-            cfg,
-        })
+        Ok(Step { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit, cfg })
     }
 
     /// Apply the step to `pkt`; false if it was dropped (a Not-ECT packet
@@ -82,17 +78,8 @@ impl Qdisc for Step {
     }
 
     #[inline]
-    fn admit(
-        &mut self,
-        pkt: &mut Packet,
-        backlog_pkts: usize,
-        backlog_bytes: u64,
-        ctx: &mut QdiscCtx,
-    ) -> bool {
-        if self
-            .limit
-            .would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes)
-        {
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
+        if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
             ctx.drop(*pkt, DropReason::Overflow);
             return false;
         }
@@ -132,35 +119,26 @@ mod tests {
 
     #[test]
     fn marks_exactly_the_arrivals_that_find_k_or_more_packets() {
-        let cfg = StepConfig {
-            threshold: BufferSpec::Packets(3),
-            drop_non_ect: false,
-        };
+        let cfg = StepConfig { threshold: BufferSpec::Packets(3), drop_non_ect: false };
         let mut h = Harness::new(Step::new(cfg, &env(1_000_000_000, 100)).unwrap());
         for _ in 0..6 {
             h.enqueue(0, data(0, Ecn::Ect0));
         }
         let ecn: Vec<Ecn> = std::iter::from_fn(|| h.dequeue(1)).map(|p| p.ecn).collect();
-        assert_eq!(
-            ecn,
-            vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::Ce, Ecn::Ce]
-        );
+        assert_eq!(ecn, vec![Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ce, Ecn::Ce, Ecn::Ce]);
         assert_eq!(h.marks(), 3);
         assert_eq!(h.drops(), 0);
     }
 
     #[test]
     fn time_threshold_marks_on_sojourn_and_can_drop_not_ect() {
-        let cfg = StepConfig {
-            threshold: BufferSpec::Time(1_000_000),
-            drop_non_ect: true,
-        };
+        let cfg = StepConfig { threshold: BufferSpec::Time(1_000_000), drop_non_ect: true };
         let mut h = Harness::new(Step::new(cfg, &env(1_000_000_000, 100)).unwrap());
         h.enqueue(0, data(0, Ecn::Ect1));
         h.enqueue(0, data(1, Ecn::NotEct));
         h.enqueue(2_000_000, data(2, Ecn::Ect1));
         assert_eq!(h.dequeue(1_500_000).unwrap().ecn, Ecn::Ce); // sojourn 1.5 ms > 1 ms
-                                                                // The Not-ECT packet is dropped; the next one (sojourn 0.5 ms) passes unmarked.
+        // The Not-ECT packet is dropped; the next one (sojourn 0.5 ms) passes unmarked.
         let p = h.dequeue(2_500_000).unwrap();
         assert_eq!((p.flow, p.ecn), (2, Ecn::Ect1));
         assert_eq!(h.drops(), 1);

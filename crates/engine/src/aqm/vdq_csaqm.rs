@@ -242,42 +242,25 @@ pub struct VdqCsaqm {
 
 impl VdqCsaqm {
     pub fn new(cfg: VdqCsaqmConfig, env: &QdiscEnv) -> Result<Self, String> {
-        for (name, f) in [
-            ("vq0_factor", cfg.vq0_factor),
-            ("vq1_factor", cfg.vq1_factor),
-        ] {
+        for (name, f) in [("vq0_factor", cfg.vq0_factor), ("vq1_factor", cfg.vq1_factor)] {
             if !(f > 0.0 && f <= 1.0) {
-                return Err(format!(
-                    "{name}: must be a fraction of the link rate in (0, 1] (got {f})"
-                ));
+                return Err(format!("{name}: must be a fraction of the link rate in (0, 1] (got {f})"));
             }
         }
-        let vq_names = [
-            ("vq0", cfg.vq0_target_ns, cfg.vq0_limit_ns),
-            ("vq1", cfg.vq1_target_ns, cfg.vq1_limit_ns),
-        ];
+        let vq_names = [("vq0", cfg.vq0_target_ns, cfg.vq0_limit_ns), ("vq1", cfg.vq1_target_ns, cfg.vq1_limit_ns)];
         for (vq, target, limit) in vq_names {
             if target == 0 {
                 return Err(format!("{vq}_target: must be positive"));
             }
             if limit <= target {
-                return Err(format!(
-                    "{vq}_limit: must exceed {vq}_target (the VQ needs room above its target)"
-                ));
+                return Err(format!("{vq}_limit: must exceed {vq}_target (the VQ needs room above its target)"));
             }
         }
         if cfg.update_interval_ns == 0 {
             return Err("update_interval: must be positive".into());
         }
         let rate = |f: f64| (env.link_rate_bps as f64 * f).round() as u64;
-        let dq = DualQueue::new(
-            env.limit,
-            env.mtu_bytes,
-            cfg.l4s_ect,
-            SchedulerKind::Wrr,
-            cfg.classic_protection,
-            0,
-        )?;
+        let dq = DualQueue::new(env.limit, env.mtu_bytes, cfg.l4s_ect, SchedulerKind::Wrr, cfg.classic_protection, 0)?;
         Ok(VdqCsaqm {
             dq,
             vq0: VirtualQueue::new(rate(cfg.vq0_factor), cfg.vq0_target_ns, cfg.vq0_limit_ns),
@@ -335,11 +318,7 @@ impl Qdisc for VdqCsaqm {
         loop {
             let (pkt, _, credit) = self.dq.pop(now)?.into_parts();
             let is_l4s = pkt.subq == L;
-            let out = if is_l4s {
-                self.l4s(pkt, ctx)
-            } else {
-                self.classic(pkt, ctx)
-            };
+            let out = if is_l4s { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) };
             if let Some(pkt) = out {
                 self.dq.commit(credit);
                 // Slides p. 14: L4S updates both VQs, Classic only VQ1.

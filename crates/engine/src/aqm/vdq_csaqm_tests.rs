@@ -85,10 +85,7 @@ fn full_vq_discards_its_oldest_records() {
 
 /// A VDQ-CSAQM whose CTVs are set by filling the VQs and running the timer.
 fn with_ctvs(ctv0: Option<u32>, ctv1: Option<u32>, classic_ecn: bool) -> Harness<VdqCsaqm> {
-    let mut h = vdq(VdqCsaqmConfig {
-        classic_ecn,
-        ..VdqCsaqmConfig::default()
-    });
+    let mut h = vdq(VdqCsaqmConfig { classic_ecn, ..VdqCsaqmConfig::default() });
     let now = 10_000_000;
     for (vq, ctv) in [(&mut h.q.vq0, ctv0), (&mut h.q.vq1, ctv1)] {
         if let Some(c) = ctv {
@@ -108,36 +105,18 @@ fn with_ctvs(ctv0: Option<u32>, ctv1: Option<u32>, classic_ecn: bool) -> Harness
 
 #[test]
 fn l4s_packet_at_or_below_max_ctv_is_marked_above_is_forwarded() {
-    for (ctv0, ctv1) in [
-        (Some(500), Some(300)),
-        (Some(300), Some(500)),
-        (None, Some(500)),
-        (Some(500), None),
-    ] {
+    for (ctv0, ctv1) in [(Some(500), Some(300)), (Some(300), Some(500)), (None, Some(500)), (Some(500), None)] {
         let mut h = with_ctvs(ctv0, ctv1, false);
         let t = 10_000_000;
         for pv in [499, 500, 501, 0] {
             h.enqueue(t, pkt(1, Ecn::Ect1, pv));
         }
         let ecns: Vec<Ecn> = std::iter::from_fn(|| h.dequeue(t)).map(|p| p.ecn).collect();
-        assert_eq!(
-            ecns,
-            [Ecn::Ce, Ecn::Ce, Ecn::Ect1, Ecn::Ce],
-            "ctv0 {ctv0:?} ctv1 {ctv1:?}"
-        );
+        assert_eq!(ecns, [Ecn::Ce, Ecn::Ce, Ecn::Ect1, Ecn::Ce], "ctv0 {ctv0:?} ctv1 {ctv1:?}");
         let c = &h.counters[L as usize];
         // CTV1 decides first (coupled), CTV0 for the rest.
         let coupled = c.marked_pkts[MarkReason::Coupled as usize];
-        assert_eq!(
-            coupled,
-            if ctv1 == Some(500) {
-                3
-            } else if ctv1.is_some() {
-                1
-            } else {
-                0
-            }
-        );
+        assert_eq!(coupled, if ctv1 == Some(500) { 3 } else if ctv1.is_some() { 1 } else { 0 });
         assert_eq!(h.drops(), 0);
     }
 }
@@ -146,17 +125,10 @@ fn l4s_packet_at_or_below_max_ctv_is_marked_above_is_forwarded() {
 fn classic_packet_at_or_below_ctv1_is_dropped_and_ctv0_does_not_apply() {
     let mut h = with_ctvs(Some(900), Some(300), false);
     let t = 10_000_000;
-    for (pv, ecn) in [
-        (300, Ecn::NotEct),
-        (301, Ecn::NotEct),
-        (299, Ecn::Ect0),
-        (800, Ecn::NotEct),
-    ] {
+    for (pv, ecn) in [(300, Ecn::NotEct), (301, Ecn::NotEct), (299, Ecn::Ect0), (800, Ecn::NotEct)] {
         h.enqueue(t, pkt(2, ecn, pv));
     }
-    let pvs: Vec<u32> = std::iter::from_fn(|| h.dequeue(t))
-        .map(|p| p.value())
-        .collect();
+    let pvs: Vec<u32> = std::iter::from_fn(|| h.dequeue(t)).map(|p| p.value()).collect();
     assert_eq!(pvs, [301, 800]);
     assert_eq!((h.drops(), h.marks()), (2, 0));
     h.assert_conservation();
@@ -190,14 +162,9 @@ fn sent_packets_update_the_vqs_l4s_both_classic_only_vq1_dropped_none() {
 fn l4s_has_strict_priority_over_classic() {
     let mut h = vdq(VdqCsaqmConfig::default());
     for i in 0..20 {
-        h.enqueue(
-            0,
-            pkt(i % 2, if i % 2 == 0 { Ecn::NotEct } else { Ecn::Ect1 }, 100),
-        );
+        h.enqueue(0, pkt(i % 2, if i % 2 == 0 { Ecn::NotEct } else { Ecn::Ect1 }, 100));
     }
-    let order: Vec<u8> = std::iter::from_fn(|| h.dequeue(1))
-        .map(|p| p.subq)
-        .collect();
+    let order: Vec<u8> = std::iter::from_fn(|| h.dequeue(1)).map(|p| p.subq).collect();
     assert_eq!(order, [[L; 10], [1; 10]].concat());
 }
 
@@ -218,10 +185,7 @@ fn ctv_follows_the_load_through_the_timer() {
         t += gap;
     }
     assert!(h.q.ctv0().is_some(), "VQ0 over target at 100 % load");
-    assert!(
-        h.q.ctv1().is_none(),
-        "VQ1 (0.98 C, 10 ms) not yet over target"
-    );
+    assert!(h.q.ctv1().is_none(), "VQ1 (0.98 C, 10 ms) not yet over target");
     h.timer(60_000_000);
     assert_eq!((h.q.ctv0(), h.q.ctv1()), (None, None));
 }
@@ -245,24 +209,8 @@ fn random_trace_conserves_packets() {
 #[test]
 fn config_errors_name_the_field() {
     let e = |cfg: VdqCsaqmConfig| VdqCsaqm::new(cfg, &env(GBPS, 100)).unwrap_err();
-    assert!(e(VdqCsaqmConfig {
-        vq0_factor: 1.5,
-        ..Default::default()
-    })
-    .starts_with("vq0_factor: must be a fraction"));
-    assert!(e(VdqCsaqmConfig {
-        vq1_limit_ns: 5_000_000,
-        ..Default::default()
-    })
-    .starts_with("vq1_limit: must exceed vq1_target"));
-    assert!(e(VdqCsaqmConfig {
-        update_interval_ns: 0,
-        ..Default::default()
-    })
-    .starts_with("update_interval:"));
-    assert!(e(VdqCsaqmConfig {
-        classic_protection: 101,
-        ..Default::default()
-    })
-    .starts_with("classic_protection:"));
+    assert!(e(VdqCsaqmConfig { vq0_factor: 1.5, ..Default::default() }).starts_with("vq0_factor: must be a fraction"));
+    assert!(e(VdqCsaqmConfig { vq1_limit_ns: 5_000_000, ..Default::default() }).starts_with("vq1_limit: must exceed vq1_target"));
+    assert!(e(VdqCsaqmConfig { update_interval_ns: 0, ..Default::default() }).starts_with("update_interval:"));
+    assert!(e(VdqCsaqmConfig { classic_protection: 101, ..Default::default() }).starts_with("classic_protection:"));
 }

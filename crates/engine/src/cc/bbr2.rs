@@ -21,10 +21,7 @@
 //! v2alpha's `bbr_ecn_enable`) and accurate ECN was negotiated, and it only
 //! applies while min_rtt ≤ 5 ms.
 
-use super::{
-    AckEvent, CongestionControl, CongestionEvent, CongestionKind, Established, Phase, RateSample,
-    INITIAL_WINDOW_SEGS,
-};
+use super::{AckEvent, CongestionControl, CongestionEvent, CongestionKind, Established, Phase, RateSample, INITIAL_WINDOW_SEGS};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::{NS_PER_MS, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
@@ -56,16 +53,10 @@ pub struct Bbr2Config {
     /// Average pacing rate stays this fraction below the bw estimate.
     pub pacing_margin: f64,
     /// PROBE_RTT interval.
-    #[serde(
-        rename = "probe_rtt_interval",
-        with = "crate::sim::units::serde_duration"
-    )]
+    #[serde(rename = "probe_rtt_interval", with = "crate::sim::units::serde_duration")]
     pub probe_rtt_win_ns: u64,
     /// Time spent at the PROBE_RTT window.
-    #[serde(
-        rename = "probe_rtt_duration",
-        with = "crate::sim::units::serde_duration"
-    )]
+    #[serde(rename = "probe_rtt_duration", with = "crate::sim::units::serde_duration")]
     pub probe_rtt_mode_ns: u64,
     /// Initial window in segments.
     pub initial_window: u32,
@@ -228,15 +219,7 @@ pub struct Bbr2 {
 
 impl Bbr2 {
     pub fn new(cfg: Bbr2Config) -> Result<Self, String> {
-        for (name, v) in [
-            ("beta", cfg.beta),
-            ("loss_thresh", cfg.loss_thresh),
-            ("ecn_thresh", cfg.ecn_thresh),
-            ("ecn_factor", cfg.ecn_factor),
-            ("ecn_alpha_gain", cfg.ecn_alpha_gain),
-            ("inflight_headroom", cfg.inflight_headroom),
-            ("pacing_margin", cfg.pacing_margin),
-        ] {
+        for (name, v) in [("beta", cfg.beta), ("loss_thresh", cfg.loss_thresh), ("ecn_thresh", cfg.ecn_thresh), ("ecn_factor", cfg.ecn_factor), ("ecn_alpha_gain", cfg.ecn_alpha_gain), ("inflight_headroom", cfg.inflight_headroom), ("pacing_margin", cfg.pacing_margin)] {
             if !(0.0..1.0).contains(&v) {
                 return Err(format!("{name}: must lie in [0, 1) (got {v})"));
             }
@@ -367,19 +350,15 @@ impl Bbr2 {
             return u32::MAX;
         }
         let headroom = ((self.inflight_hi as f64 * self.cfg.inflight_headroom) as u32).max(1);
-        self.inflight_hi
-            .saturating_sub(headroom)
-            .max(CWND_MIN_TARGET)
+        self.inflight_hi.saturating_sub(headroom).max(CWND_MIN_TARGET)
     }
 
     fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup
-            || (self.mode == Mode::ProbeBw && matches!(self.cycle, Cycle::Refill | Cycle::Up))
+        self.mode == Mode::Startup || (self.mode == Mode::ProbeBw && matches!(self.cycle, Cycle::Refill | Cycle::Up))
     }
 
     fn probe_rtt_cwnd(&self) -> u32 {
-        self.bdp(self.bw(), PROBE_RTT_CWND_GAIN)
-            .max(CWND_MIN_TARGET)
+        self.bdp(self.bw(), PROBE_RTT_CWND_GAIN).max(CWND_MIN_TARGET)
     }
 
     fn extra_acked(&self) -> u32 {
@@ -387,10 +366,7 @@ impl Bbr2 {
     }
 
     fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
-        if rs.lost_segs > 0
-            && rs.tx_in_flight_segs > 0
-            && rs.lost_segs as f64 > rs.tx_in_flight_segs as f64 * self.cfg.loss_thresh
-        {
+        if rs.lost_segs > 0 && rs.tx_in_flight_segs > 0 && rs.lost_segs as f64 > rs.tx_in_flight_segs as f64 * self.cfg.loss_thresh {
             return true;
         }
         rs.delivered_ce_segs > 0
@@ -513,11 +489,7 @@ impl Bbr2 {
         if delivered == 0 {
             return;
         }
-        if !self.ecn_eligible
-            && self.cfg.ecn
-            && self.accurate_ecn
-            && self.min_rtt_ns <= self.cfg.ecn_max_rtt_ns
-        {
+        if !self.ecn_eligible && self.cfg.ecn && self.accurate_ecn && self.min_rtt_ns <= self.cfg.ecn_max_rtt_ns {
             self.ecn_eligible = true;
         }
         let ce_ratio = (self.delivered_ce - self.alpha_last_delivered_ce) as f64 / delivered as f64;
@@ -564,9 +536,7 @@ impl Bbr2 {
             }
             let keep = 1.0 - self.cfg.beta;
             self.bw_lo = self.bw_latest.max(self.bw_lo * keep);
-            self.inflight_lo = self
-                .inflight_latest
-                .max((self.inflight_lo as f64 * keep) as u32);
+            self.inflight_lo = self.inflight_latest.max((self.inflight_lo as f64 * keep) as u32);
         }
         self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
         self.bw_lo = self.bw_lo.min(ecn_bw_lo);
@@ -601,11 +571,7 @@ impl Bbr2 {
         }
         if self.round_start {
             self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(31);
-            let thresh = if self.full_bw_reached {
-                EXTRA_ACKED_WIN_RTTS
-            } else {
-                1
-            };
+            let thresh = if self.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
             if self.extra_acked_win_rtts >= thresh {
                 self.extra_acked_win_rtts = 0;
                 self.extra_acked_win_idx ^= 1;
@@ -632,11 +598,7 @@ impl Bbr2 {
         if rs.losses > 0 && self.loss_events_in_round < 15 {
             self.loss_events_in_round += 1;
         }
-        if self.loss_round_start
-            && in_recovery
-            && self.loss_events_in_round >= FULL_LOSS_CNT
-            && self.is_inflight_too_high(rs)
-        {
+        if self.loss_round_start && in_recovery && self.loss_events_in_round >= FULL_LOSS_CNT && self.is_inflight_too_high(rs) {
             self.handle_queue_too_high_in_startup();
             return;
         }
@@ -670,13 +632,7 @@ impl Bbr2 {
         }
     }
 
-    fn adapt_upper_bounds(
-        &mut self,
-        now: u64,
-        rs: &RateSample,
-        bw: f64,
-        cwnd_limited: bool,
-    ) -> bool {
+    fn adapt_upper_bounds(&mut self, now: u64, rs: &RateSample, bw: f64, cwnd_limited: bool) -> bool {
         if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
@@ -741,14 +697,7 @@ impl Bbr2 {
         false
     }
 
-    fn update_cycle_phase(
-        &mut self,
-        now: u64,
-        rs: &RateSample,
-        bw_sample: f64,
-        in_flight: u32,
-        cwnd_limited: bool,
-    ) {
+    fn update_cycle_phase(&mut self, now: u64, rs: &RateSample, bw_sample: f64, in_flight: u32, cwnd_limited: bool) {
         if !self.full_bw_reached {
             return;
         }
@@ -771,9 +720,7 @@ impl Bbr2 {
                 if self.prev_probe_too_high && in_flight >= self.inflight_hi {
                     self.stopped_risky_probe = true;
                     stop = true;
-                } else if now > self.cycle_stamp_ns + self.min_rtt_ns
-                    && in_flight >= self.inflight(bw, BW_PROBE_PIF_GAIN)
-                {
+                } else if now > self.cycle_stamp_ns + self.min_rtt_ns && in_flight >= self.inflight(bw, BW_PROBE_PIF_GAIN) {
                     stop = true;
                 }
                 if stop {
@@ -786,8 +733,7 @@ impl Bbr2 {
                     return;
                 }
                 // drain_to_target: cruise once inflight is under the BDP and the headroom.
-                if in_flight <= self.inflight_with_headroom() && in_flight <= self.inflight(bw, 1.0)
-                {
+                if in_flight <= self.inflight_with_headroom() && in_flight <= self.inflight(bw, 1.0) {
                     self.start_probe_cruise();
                 }
             }
@@ -883,9 +829,7 @@ impl Bbr2 {
         let mut cap = u32::MAX;
         if self.mode == Mode::ProbeBw && self.cycle != Cycle::Cruise {
             cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt
-            || (self.mode == Mode::ProbeBw && self.cycle == Cycle::Cruise)
-        {
+        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle == Cycle::Cruise) {
             cap = self.inflight_with_headroom();
         }
         cap = cap.min(self.inflight_lo).max(CWND_MIN_TARGET);
@@ -922,8 +866,7 @@ impl CongestionControl for Bbr2 {
         self.ack_epoch_ns = ev.now_ns;
         // bbr_init_pacing_rate_from_rtt: high_gain × init_cwnd / RTT.
         let rtt_s = ev.srtt_ns.max(1) as f64 * 1e-9;
-        self.pacing_rate =
-            self.cfg.high_gain * self.cwnd as f64 / rtt_s * (1.0 - self.cfg.pacing_margin);
+        self.pacing_rate = self.cfg.high_gain * self.cwnd as f64 / rtt_s * (1.0 - self.cfg.pacing_margin);
     }
 
     fn wants_rate_samples(&self) -> bool {
@@ -952,11 +895,7 @@ impl CongestionControl for Bbr2 {
             self.update_ecn_alpha();
         }
         self.ecn_in_round |= ev.ece;
-        let bw = if rs.interval_ns > 0 {
-            rs.delivered_segs as f64 / (rs.interval_ns as f64 * 1e-9)
-        } else {
-            0.0
-        };
+        let bw = if rs.interval_ns > 0 { rs.delivered_segs as f64 / (rs.interval_ns as f64 * 1e-9) } else { 0.0 };
 
         self.update_congestion_signals(&rs, bw);
         self.update_ack_aggregation(&rs, now);
@@ -1009,39 +948,19 @@ impl CongestionControl for Bbr2 {
         self.ssthresh
     }
     fn pacing_rate_bps(&self) -> Option<u64> {
-        (self.pacing_rate > 0.0)
-            .then(|| ((self.pacing_rate * self.segment_bytes as f64 * 8.0) as u64).max(1))
+        (self.pacing_rate > 0.0).then(|| ((self.pacing_rate * self.segment_bytes as f64 * 8.0) as u64).max(1))
     }
     fn phase(&self) -> Phase {
         Phase::Other(self.mode_name())
     }
     fn probe_names(&self) -> &'static [&'static str] {
-        &[
-            "bw_bps",
-            "min_rtt_ms",
-            "inflight_hi",
-            "inflight_lo",
-            "ecn_alpha",
-            "pacing_gain",
-        ]
+        &["bw_bps", "min_rtt_ms", "inflight_hi", "inflight_lo", "ecn_alpha", "pacing_gain"]
     }
     fn probe(&self, out: &mut [f64]) {
         out[0] = self.bw_bps();
-        out[1] = if self.min_rtt_ns == u64::MAX {
-            f64::NAN
-        } else {
-            self.min_rtt_ns as f64 / 1e6
-        };
-        out[2] = if self.inflight_hi == u32::MAX {
-            f64::NAN
-        } else {
-            self.inflight_hi as f64
-        };
-        out[3] = if self.inflight_lo == u32::MAX {
-            f64::NAN
-        } else {
-            self.inflight_lo as f64
-        };
+        out[1] = if self.min_rtt_ns == u64::MAX { f64::NAN } else { self.min_rtt_ns as f64 / 1e6 };
+        out[2] = if self.inflight_hi == u32::MAX { f64::NAN } else { self.inflight_hi as f64 };
+        out[3] = if self.inflight_lo == u32::MAX { f64::NAN } else { self.inflight_lo as f64 };
         out[4] = self.ecn_alpha;
         out[5] = self.pacing_gain;
     }
@@ -1052,24 +971,12 @@ mod tests {
     use super::*;
 
     fn est() -> Established {
-        Established {
-            now_ns: 0,
-            srtt_ns: 10 * NS_PER_MS,
-            segment_bytes: 1500,
-            accurate_ecn: false,
-        }
+        Established { now_ns: 0, srtt_ns: 10 * NS_PER_MS, segment_bytes: 1500, accurate_ecn: false }
     }
 
     /// One RTT (10 ms) of ACKs, each acknowledging 2 segments, at a delivery
     /// rate of `bw` segments/s; every rate sample spans the last RTT.
-    fn round(
-        b: &mut Bbr2,
-        now: &mut u64,
-        bw: f64,
-        delivered: &mut u64,
-        in_flight: u32,
-        losses_first: u32,
-    ) {
+    fn round(b: &mut Bbr2, now: &mut u64, bw: f64, delivered: &mut u64, in_flight: u32, losses_first: u32) {
         let per_rtt = (bw * 0.01) as u64;
         let acks = per_rtt / 2;
         for k in 0..acks {
@@ -1128,10 +1035,7 @@ mod tests {
         assert!((100..=110).contains(&b.cwnd()), "cwnd {}", b.cwnd());
         let bw_bps = 5000.0 * 1500.0 * 8.0;
         let pacing = b.pacing_rate_bps().unwrap() as f64;
-        assert!(
-            pacing > 0.7 * bw_bps && pacing < 1.3 * bw_bps,
-            "pacing {pacing} vs bw {bw_bps}"
-        );
+        assert!(pacing > 0.7 * bw_bps && pacing < 1.3 * bw_bps, "pacing {pacing} vs bw {bw_bps}");
     }
 
     #[test]

@@ -17,10 +17,7 @@
 
 use super::hystart::HyStartPp;
 use super::reno::check_beta;
-use super::{
-    slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind, INITIAL_WINDOW_SEGS,
-    LOSS_WINDOW_SEGS,
-};
+use super::{slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind, INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS};
 use crate::sim::ns_to_secs;
 use serde::{Deserialize, Serialize};
 
@@ -152,11 +149,7 @@ impl Cubic {
         if self.cfg.reno_friendly {
             // §4.3 eq. 4, with α = 1 once W_est has reached cwnd_prior.
             let beta = self.cfg.beta;
-            let alpha = if self.w_est >= self.cwnd_prior {
-                1.0
-            } else {
-                3.0 * (1.0 - beta) / (1.0 + beta)
-            };
+            let alpha = if self.w_est >= self.cwnd_prior { 1.0 } else { 3.0 * (1.0 - beta) / (1.0 + beta) };
             self.w_est += alpha * acked / self.cwnd;
             if self.w_cubic(t_s) < self.w_est {
                 self.cwnd = self.cwnd.max(self.w_est);
@@ -288,21 +281,11 @@ mod tests {
         let mut c = Cubic::new(CubicConfig::default()).unwrap();
         c.cwnd = 100.0;
         c.ssthresh = 50;
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 100,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 100, srtt_ns: 0 });
         assert_eq!(c.cwnd(), 70);
         assert_eq!(c.w_max(), 100.0);
         // A second loss below W_max: fast convergence releases bandwidth (W_max = cwnd·(1+β)/2).
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 70,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 70, srtt_ns: 0 });
         assert_eq!(c.cwnd(), 49);
         assert!((c.w_max() - 70.0 * 1.7 / 2.0).abs() < 1e-9);
     }
@@ -310,20 +293,11 @@ mod tests {
     #[test]
     fn window_follows_the_cubic_curve_after_a_reduction() {
         // Large window, long RTT: the cubic region dominates the Reno-friendly one.
-        let cfg = CubicConfig {
-            reno_friendly: false,
-            hystart: false,
-            ..Default::default()
-        };
+        let cfg = CubicConfig { reno_friendly: false, hystart: false, ..Default::default() };
         let mut c = Cubic::new(cfg).unwrap();
         c.cwnd = 1000.0;
         c.ssthresh = 500;
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 1000,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 1000, srtt_ns: 0 });
         assert_eq!(c.cwnd(), 700);
         let rtt = 100 * NS_PER_MS;
         let trace = run_rounds(&mut c, 0, rtt, 120);
@@ -334,10 +308,7 @@ mod tests {
             let t = t_ns as f64 / NS_PER_SEC as f64;
             let expect = 0.4 * (t - k).powi(3) + 1000.0;
             // The per-ACK step chases W(t + RTT): allow 3 % or 3 segments.
-            assert!(
-                (cwnd - expect).abs() <= (0.03 * expect).max(3.0),
-                "t {t:.1}s cwnd {cwnd:.1} expect {expect:.1}"
-            );
+            assert!((cwnd - expect).abs() <= (0.03 * expect).max(3.0), "t {t:.1}s cwnd {cwnd:.1} expect {expect:.1}");
         }
     }
 
@@ -347,46 +318,23 @@ mod tests {
         let mut c = Cubic::new(CubicConfig::default()).unwrap();
         c.cwnd = 20.0;
         c.ssthresh = 10;
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 20,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 20, srtt_ns: 0 });
         let start = c.cwnd_exact();
         run_rounds(&mut c, 0, NS_PER_MS, 50);
         // W_est grows α = 3(1−0.7)/(1+0.7) ≈ 0.529 segments per RTT while below cwnd_prior (20).
         let reno_like = start + 0.529 * 50.0;
-        assert!(
-            c.cwnd_exact() >= reno_like - 1.0,
-            "cwnd {} vs {}",
-            c.cwnd_exact(),
-            reno_like
-        );
+        assert!(c.cwnd_exact() >= reno_like - 1.0, "cwnd {} vs {}", c.cwnd_exact(), reno_like);
     }
 
     #[test]
     fn abe_beta_ecn_applies_only_to_ecn() {
-        let cfg = CubicConfig {
-            beta_ecn: Some(0.85),
-            ..Default::default()
-        };
+        let cfg = CubicConfig { beta_ecn: Some(0.85), ..Default::default() };
         let mut c = Cubic::new(cfg).unwrap();
         c.cwnd = 100.0;
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Ecn,
-            in_flight_segs: 100,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Ecn, in_flight_segs: 100, srtt_ns: 0 });
         assert_eq!(c.cwnd(), 85);
         c.cwnd = 100.0;
-        c.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 100,
-            srtt_ns: 0,
-        });
+        c.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 100, srtt_ns: 0 });
         assert_eq!(c.cwnd(), 70);
     }
 }

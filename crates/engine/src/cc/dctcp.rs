@@ -13,10 +13,7 @@
 //! Growth is Reno's (slow start, then one segment per window).
 
 use super::reno::reduced_ssthresh;
-use super::{
-    additive_increase, slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind,
-    INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS,
-};
+use super::{additive_increase, slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind, INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -63,10 +60,7 @@ impl Dctcp {
             return Err(format!("g: must lie in (0, 1] (got {})", cfg.g));
         }
         if !(0.0..=1.0).contains(&cfg.alpha_init) {
-            return Err(format!(
-                "alpha_init: must lie in [0, 1] (got {})",
-                cfg.alpha_init
-            ));
+            return Err(format!("alpha_init: must lie in [0, 1] (got {})", cfg.alpha_init));
         }
         if cfg.initial_window == 0 {
             return Err("initial_window: must be at least 1 segment".into());
@@ -159,15 +153,7 @@ mod tests {
     use super::*;
 
     fn window_ack(snd_una: u64, snd_nxt: u64, delivered: u32, ce: u32) -> AckEvent {
-        AckEvent {
-            snd_una,
-            snd_nxt,
-            delivered_segs: delivered,
-            ce_segs: ce,
-            acked_segs: delivered,
-            cwnd_limited: true,
-            ..Default::default()
-        }
+        AckEvent { snd_una, snd_nxt, delivered_segs: delivered, ce_segs: ce, acked_segs: delivered, cwnd_limited: true, ..Default::default() }
     }
 
     #[test]
@@ -188,25 +174,11 @@ mod tests {
 
     #[test]
     fn ecn_reduction_is_proportional_to_alpha_and_loss_halves() {
-        let mut d = Dctcp::new(DctcpConfig {
-            alpha_init: 0.2,
-            ..Default::default()
-        })
-        .unwrap();
+        let mut d = Dctcp::new(DctcpConfig { alpha_init: 0.2, ..Default::default() }).unwrap();
         d.cwnd = 100;
-        d.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Ecn,
-            in_flight_segs: 100,
-            srtt_ns: 0,
-        });
+        d.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Ecn, in_flight_segs: 100, srtt_ns: 0 });
         assert_eq!(d.cwnd(), 90); // 100·(1 − 0.2/2)
-        d.on_congestion(&CongestionEvent {
-            now_ns: 0,
-            kind: CongestionKind::Loss,
-            in_flight_segs: 90,
-            srtt_ns: 0,
-        });
+        d.on_congestion(&CongestionEvent { now_ns: 0, kind: CongestionKind::Loss, in_flight_segs: 90, srtt_ns: 0 });
         assert_eq!(d.cwnd(), 45);
     }
 

@@ -89,10 +89,7 @@ impl HyStartPp {
     /// An ACK that acknowledged `acked` segments while cwnd < ssthresh.
     pub fn on_ack(&mut self, ev: &AckEvent, acked: u32) -> Growth {
         if self.state == State::Done {
-            return Growth {
-                segs: acked,
-                exit: false,
-            };
+            return Growth { segs: acked, exit: false };
         }
         let new_round = ev.snd_una >= self.window_end;
         if new_round {
@@ -114,8 +111,7 @@ impl HyStartPp {
         match self.state {
             State::SlowStart => {
                 if enough {
-                    let thresh = (self.last_round_min_rtt_ns / MIN_RTT_DIVISOR)
-                        .clamp(MIN_RTT_THRESH_NS, MAX_RTT_THRESH_NS);
+                    let thresh = (self.last_round_min_rtt_ns / MIN_RTT_DIVISOR).clamp(MIN_RTT_THRESH_NS, MAX_RTT_THRESH_NS);
                     if self.current_round_min_rtt_ns >= self.last_round_min_rtt_ns + thresh {
                         self.css_baseline_min_rtt_ns = self.current_round_min_rtt_ns;
                         self.state = State::Css;
@@ -123,10 +119,7 @@ impl HyStartPp {
                     }
                 }
                 if self.state == State::SlowStart {
-                    return Growth {
-                        segs: acked,
-                        exit: false,
-                    };
+                    return Growth { segs: acked, exit: false };
                 }
                 self.css_growth(acked)
             }
@@ -135,18 +128,12 @@ impl HyStartPp {
                     // The delay increase was spurious: back to slow start.
                     self.css_baseline_min_rtt_ns = u64::MAX;
                     self.state = State::SlowStart;
-                    return Growth {
-                        segs: acked,
-                        exit: false,
-                    };
+                    return Growth { segs: acked, exit: false };
                 }
                 let g = self.css_growth(acked);
                 if self.css_rounds >= CSS_ROUNDS {
                     self.state = State::Done;
-                    return Growth {
-                        segs: g.segs,
-                        exit: true,
-                    };
+                    return Growth { segs: g.segs, exit: true };
                 }
                 g
             }
@@ -167,14 +154,7 @@ mod tests {
     use super::*;
 
     fn ack(una: u64, nxt: u64, rtt_ms: u64) -> AckEvent {
-        AckEvent {
-            snd_una: una,
-            snd_nxt: nxt,
-            acked_segs: 1,
-            rtt_ns: Some(rtt_ms * NS_PER_MS),
-            cwnd_limited: true,
-            ..Default::default()
-        }
+        AckEvent { snd_una: una, snd_nxt: nxt, acked_segs: 1, rtt_ns: Some(rtt_ms * NS_PER_MS), cwnd_limited: true, ..Default::default() }
     }
 
     /// Feeds one round of `n` ACKs at a fixed RTT; returns total growth and whether it exited.

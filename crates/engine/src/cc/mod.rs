@@ -315,42 +315,10 @@ macro_rules! entry {
 }
 
 pub const REGISTRY: &[CcEntry] = &[
-    entry!(
-        "reno",
-        "NewReno (RFC 5681/6582) with optional ABE (RFC 8511)",
-        "off",
-        EcnStyle::Classic,
-        reno::RenoConfig,
-        Reno,
-        reno::Reno
-    ),
-    entry!(
-        "cubic",
-        "CUBIC (RFC 9438) with optional ABE (RFC 8511)",
-        "off",
-        EcnStyle::Classic,
-        cubic::CubicConfig,
-        Cubic,
-        cubic::Cubic
-    ),
-    entry!(
-        "dctcp",
-        "DCTCP (RFC 8257)",
-        "l4s",
-        EcnStyle::Scalable,
-        dctcp::DctcpConfig,
-        Dctcp,
-        dctcp::Dctcp
-    ),
-    entry!(
-        "bbr2",
-        "BBRv2 (Google v2alpha, draft-cardwell-iccrg-bbr-congestion-control)",
-        "off",
-        EcnStyle::Scalable,
-        bbr2::Bbr2Config,
-        Bbr2,
-        bbr2::Bbr2
-    ),
+    entry!("reno", "NewReno (RFC 5681/6582) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, reno::RenoConfig, Reno, reno::Reno),
+    entry!("cubic", "CUBIC (RFC 9438) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, cubic::CubicConfig, Cubic, cubic::Cubic),
+    entry!("dctcp", "DCTCP (RFC 8257)", "l4s", EcnStyle::Scalable, dctcp::DctcpConfig, Dctcp, dctcp::Dctcp),
+    entry!("bbr2", "BBRv2 (Google v2alpha, draft-cardwell-iccrg-bbr-congestion-control)", "off", EcnStyle::Scalable, bbr2::Bbr2Config, Bbr2, bbr2::Bbr2),
 ];
 
 pub fn cc_names() -> Vec<&'static str> {

@@ -13,11 +13,11 @@
 //! Loss recovery itself (RFC 6675 SACK recovery, RFC 6582 recovery point)
 //! lives in the TCP sender; this file only decides window sizes.
 
-use super::hystart::HyStartPp;
 use super::{
     additive_increase, slow_start, AckEvent, CongestionControl, CongestionEvent, CongestionKind,
     INITIAL_WINDOW_SEGS, LOSS_WINDOW_SEGS,
 };
+use super::hystart::HyStartPp;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -53,9 +53,7 @@ impl Default for RenoConfig {
 /// Checks a multiplicative-decrease factor; shared by Reno and CUBIC configs.
 pub(crate) fn check_beta(name: &str, b: f64) -> Result<(), String> {
     if !(b > 0.0 && b < 1.0) {
-        return Err(format!(
-            "{name}: must lie strictly between 0 and 1 (got {b})"
-        ));
+        return Err(format!("{name}: must lie strictly between 0 and 1 (got {b})"));
     }
     Ok(())
 }
@@ -79,13 +77,7 @@ impl Reno {
         if cfg.initial_window == 0 {
             return Err("initial_window: must be at least 1 segment".into());
         }
-        Ok(Reno {
-            cwnd: cfg.initial_window,
-            ssthresh: u32::MAX,
-            cwnd_cnt: 0,
-            hystart: cfg.hystart.then(HyStartPp::new),
-            cfg,
-        })
+        Ok(Reno { cwnd: cfg.initial_window, ssthresh: u32::MAX, cwnd_cnt: 0, hystart: cfg.hystart.then(HyStartPp::new), cfg })
     }
 
     fn beta_for(&self, kind: CongestionKind) -> f64 {
@@ -159,21 +151,11 @@ mod tests {
     use super::*;
 
     fn ack(acked: u32) -> AckEvent {
-        AckEvent {
-            acked_segs: acked,
-            delivered_segs: acked,
-            cwnd_limited: true,
-            ..Default::default()
-        }
+        AckEvent { acked_segs: acked, delivered_segs: acked, cwnd_limited: true, ..Default::default() }
     }
 
     fn congestion(kind: CongestionKind, flight: u32) -> CongestionEvent {
-        CongestionEvent {
-            now_ns: 0,
-            kind,
-            in_flight_segs: flight,
-            srtt_ns: 0,
-        }
+        CongestionEvent { now_ns: 0, kind, in_flight_segs: flight, srtt_ns: 0 }
     }
 
     #[test]
@@ -194,10 +176,7 @@ mod tests {
 
     #[test]
     fn abe_backs_off_less_on_ecn_than_on_loss() {
-        let cfg = RenoConfig {
-            beta_ecn: Some(0.8),
-            ..Default::default()
-        };
+        let cfg = RenoConfig { beta_ecn: Some(0.8), ..Default::default() };
         let mut r = Reno::new(cfg).unwrap();
         r.on_congestion(&congestion(CongestionKind::Ecn, 100));
         assert_eq!(r.cwnd(), 80);
@@ -215,24 +194,14 @@ mod tests {
     #[test]
     fn no_growth_in_recovery_or_when_not_cwnd_limited() {
         let mut r = Reno::new(RenoConfig::default()).unwrap();
-        r.on_ack(&AckEvent {
-            in_recovery: true,
-            ..ack(4)
-        });
-        r.on_ack(&AckEvent {
-            cwnd_limited: false,
-            ..ack(4)
-        });
+        r.on_ack(&AckEvent { in_recovery: true, ..ack(4) });
+        r.on_ack(&AckEvent { cwnd_limited: false, ..ack(4) });
         assert_eq!(r.cwnd(), 10);
     }
 
     #[test]
     fn bad_beta_is_rejected_with_the_field_name() {
-        let e = Reno::new(RenoConfig {
-            beta_ecn: Some(1.5),
-            ..Default::default()
-        })
-        .unwrap_err();
+        let e = Reno::new(RenoConfig { beta_ecn: Some(1.5), ..Default::default() }).unwrap_err();
         assert!(e.starts_with("beta_ecn:"), "{e}");
     }
 }

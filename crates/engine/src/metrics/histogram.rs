@@ -33,12 +33,7 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram {
-            counts: vec![0; NBUCKETS].into_boxed_slice(),
-            n: 0,
-            sum: 0,
-            max: 0,
-        }
+        Histogram { counts: vec![0; NBUCKETS].into_boxed_slice(), n: 0, sum: 0, max: 0 }
     }
 
     #[inline]
@@ -98,16 +93,8 @@ impl Histogram {
             seen += c;
             if seen >= rank {
                 let lo = Self::bucket_low(b);
-                let hi = if b + 1 < NBUCKETS {
-                    Self::bucket_low(b + 1)
-                } else {
-                    lo + 1
-                };
-                return if hi - lo <= 1 {
-                    lo as f64
-                } else {
-                    ((lo + hi - 1) as f64 / 2.0).min(self.max as f64)
-                };
+                let hi = if b + 1 < NBUCKETS { Self::bucket_low(b + 1) } else { lo + 1 };
+                return if hi - lo <= 1 { lo as f64 } else { ((lo + hi - 1) as f64 / 2.0).min(self.max as f64) };
             }
         }
         self.max as f64
@@ -132,19 +119,11 @@ impl Histogram {
 
     /// Non-empty buckets as (lower edge, upper edge, count), for CDF output.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(b, &c)| {
-                let lo = Self::bucket_low(b);
-                let hi = if b + 1 < NBUCKETS {
-                    Self::bucket_low(b + 1)
-                } else {
-                    u64::MAX
-                };
-                (lo, hi, c)
-            })
+        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| {
+            let lo = Self::bucket_low(b);
+            let hi = if b + 1 < NBUCKETS { Self::bucket_low(b + 1) } else { u64::MAX };
+            (lo, hi, c)
+        })
     }
 }
 
@@ -161,10 +140,7 @@ mod tests {
         for q in [0.5, 0.9, 0.99] {
             let exact = q * 100_000.0 * 1000.0;
             let got = h.quantile(q);
-            assert!(
-                (got - exact).abs() / exact < 0.01,
-                "q {q}: {got} vs {exact}"
-            );
+            assert!((got - exact).abs() / exact < 0.01, "q {q}: {got} vs {exact}");
         }
         assert!((h.mean() - 50_000.5 * 1000.0).abs() < 1e-6);
         assert_eq!(h.max(), 100_000_000);

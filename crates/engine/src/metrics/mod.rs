@@ -38,17 +38,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(name: &str) -> Self {
-        Table {
-            name: name.into(),
-            columns: vec![],
-        }
+        Table { name: name.into(), columns: vec![] }
     }
     pub fn col(mut self, name: &str, c: Column) -> Self {
-        debug_assert!(
-            self.columns.is_empty() || self.columns[0].1.len() == c.len(),
-            "ragged table {}",
-            self.name
-        );
+        debug_assert!(self.columns.is_empty() || self.columns[0].1.len() == c.len(), "ragged table {}", self.name);
         self.columns.push((name.into(), c));
         self
     }
@@ -88,9 +81,6 @@ impl Results {
     }
 
     pub fn table(&self, name: &str) -> &Table {
-        self.tables
-            .iter()
-            .find(|t| t.name == name)
-            .unwrap_or_else(|| panic!("no table {name}"))
+        self.tables.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no table {name}"))
     }
 }

@@ -19,18 +19,7 @@ pub struct FlowSeries {
 
 impl FlowSeries {
     #[allow(clippy::too_many_arguments)]
-    pub fn push(
-        &mut self,
-        t: u64,
-        flow: u32,
-        delivered: u64,
-        cwnd: u32,
-        ssthresh: u32,
-        srtt: u64,
-        in_flight: u32,
-        retx: u64,
-        rate_bps: u64,
-    ) {
+    pub fn push(&mut self, t: u64, flow: u32, delivered: u64, cwnd: u32, ssthresh: u32, srtt: u64, in_flight: u32, retx: u64, rate_bps: u64) {
         self.t_ns.push(t);
         self.flow.push(flow as u64);
         self.delivered_bytes.push(delivered);
@@ -45,10 +34,7 @@ impl FlowSeries {
     /// Order rows by (time, flow): lagging sources deliver their rows late.
     pub fn sort_by_time(&mut self) {
         let mut idx: Vec<usize> = (0..self.t_ns.len()).collect();
-        if idx
-            .windows(2)
-            .all(|w| (self.t_ns[w[0]], self.flow[w[0]]) <= (self.t_ns[w[1]], self.flow[w[1]]))
-        {
+        if idx.windows(2).all(|w| (self.t_ns[w[0]], self.flow[w[0]]) <= (self.t_ns[w[1]], self.flow[w[1]])) {
             return;
         }
         idx.sort_by_key(|&i| (self.t_ns[i], self.flow[i]));
@@ -126,21 +112,11 @@ impl ProbeSeries {
     pub fn sort(&mut self) {
         let mut idx: Vec<usize> = (0..self.t_ns.len()).collect();
         idx.sort_by(|&a, &b| {
-            (self.t_ns[a], &self.owner[a], &self.probe[a]).cmp(&(
-                self.t_ns[b],
-                &self.owner[b],
-                &self.probe[b],
-            ))
+            (self.t_ns[a], &self.owner[a], &self.probe[a]).cmp(&(self.t_ns[b], &self.owner[b], &self.probe[b]))
         });
         self.t_ns = idx.iter().map(|&i| self.t_ns[i]).collect();
-        self.owner = idx
-            .iter()
-            .map(|&i| std::mem::take(&mut self.owner[i]))
-            .collect();
-        self.probe = idx
-            .iter()
-            .map(|&i| std::mem::take(&mut self.probe[i]))
-            .collect();
+        self.owner = idx.iter().map(|&i| std::mem::take(&mut self.owner[i])).collect();
+        self.probe = idx.iter().map(|&i| std::mem::take(&mut self.probe[i])).collect();
         self.value = idx.iter().map(|&i| self.value[i]).collect();
     }
 

@@ -111,13 +111,7 @@ fn summarize_queue(l: &Link, window_ns: u64, rows: &mut QueueRows) -> Option<Val
         }
     }
     if names.len() > 1 {
-        rows.push(
-            &l.name,
-            "all",
-            &q.aqm_name,
-            &total,
-            q.hist.first().map(|_| &merged),
-        );
+        rows.push(&l.name, "all", &q.aqm_name, &total, q.hist.first().map(|_| &merged));
     }
     let busy = q.busy_ns - q.busy_ns_at_warmup;
     let mut v = queue_stats(&total, q.hist.first().map(|_| &merged));
@@ -125,10 +119,7 @@ fn summarize_queue(l: &Link, window_ns: u64, rows: &mut QueueRows) -> Option<Val
     o.insert("name".into(), json!(l.name));
     o.insert("aqm".into(), json!(q.aqm_name));
     o.insert("rate_bps".into(), json!(l.rate_bps));
-    o.insert(
-        "utilization".into(),
-        json!((busy as f64 / window_ns as f64).min(1.0)),
-    );
+    o.insert("utilization".into(), json!((busy as f64 / window_ns as f64).min(1.0)));
     o.insert("subqueues".into(), Value::Object(subs));
     Some(v)
 }
@@ -150,14 +141,7 @@ struct QueueRows {
 }
 
 impl QueueRows {
-    fn push(
-        &mut self,
-        name: &str,
-        sub: &str,
-        aqm: &str,
-        c: &SubqueueCounters,
-        h: Option<&Histogram>,
-    ) {
+    fn push(&mut self, name: &str, sub: &str, aqm: &str, c: &SubqueueCounters, h: Option<&Histogram>) {
         self.queue.push(name.into());
         self.subqueue.push(sub.into());
         self.aqm.push(aqm.into());
@@ -165,19 +149,8 @@ impl QueueRows {
         self.departures.push(c.departed_pkts);
         self.drops.push(c.drops());
         self.marks.push(c.marks());
-        let q = |p: f64| {
-            h.map_or(f64::NAN, |h| {
-                if h.count() == 0 {
-                    f64::NAN
-                } else {
-                    h.quantile(p)
-                }
-            })
-        };
-        self.mean_ns.push(h.map_or(
-            f64::NAN,
-            |h| if h.count() == 0 { f64::NAN } else { h.mean() },
-        ));
+        let q = |p: f64| h.map_or(f64::NAN, |h| if h.count() == 0 { f64::NAN } else { h.quantile(p) });
+        self.mean_ns.push(h.map_or(f64::NAN, |h| if h.count() == 0 { f64::NAN } else { h.mean() }));
         self.p50_ns.push(q(0.5));
         self.p90_ns.push(q(0.9));
         self.p99_ns.push(q(0.99));
@@ -210,14 +183,10 @@ pub fn build(mut w: World) -> Results {
     for (i, f) in w.flows.iter().enumerate() {
         let fc = w.flow_counters()[i];
         let info = &f.info;
-        let (from, to) = (
-            info.start_ns.max(warm),
-            info.stop_ns.unwrap_or(end).min(end),
-        );
+        let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
         let active = to.saturating_sub(from);
         let measured = f.delivered_at_end - f.delivered_at_warmup;
-        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated, mut sent) =
-            (0, 0, 0, 0, None, "n/a", 0);
+        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated, mut sent) = (0, 0, 0, 0, None, "n/a", 0);
         if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
             retx = s.stats.retransmits;
             rtos = s.stats.rtos;
@@ -225,10 +194,7 @@ pub fn build(mut w: World) -> Results {
             srtt = s.srtt_ns();
             sent = s.stats.segs_sent;
             // A receiver may run ahead of real time; a completion after the end did not happen.
-            fct = r
-                .completed_ns()
-                .filter(|&c| c <= end)
-                .map(|c| c - info.start_ns);
+            fct = r.completed_ns().filter(|&c| c <= end).map(|c| c - info.start_ns);
             negotiated = match s.feedback() {
                 crate::transport::Feedback::None => "off",
                 crate::transport::Feedback::Classic => "classic",
@@ -282,23 +248,7 @@ pub fn build(mut w: World) -> Results {
                 fct_s: fct.map(ns_to_secs),
             });
         }
-        t.push(
-            i,
-            info,
-            &ecn_name,
-            negotiated,
-            f.delivered_at_end,
-            measured,
-            goodput,
-            retx,
-            rtos,
-            ecn_red,
-            sent,
-            fc.drops,
-            fc.marks,
-            srtt,
-            fct,
-        );
+        t.push(i, info, &ecn_name, negotiated, f.delivered_at_end, measured, goodput, retx, rtos, ecn_red, sent, fc.drops, fc.marks, srtt, fct);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
@@ -308,11 +258,7 @@ pub fn build(mut w: World) -> Results {
 
     // Queues.
     let mut rows = QueueRows::default();
-    let queues_json: Vec<Value> = w
-        .links
-        .iter()
-        .filter_map(|l| summarize_queue(l, window, &mut rows))
-        .collect();
+    let queues_json: Vec<Value> = w.links.iter().filter_map(|l| summarize_queue(l, window, &mut rows)).collect();
     let mut samples = (vec![], vec![], vec![], vec![], vec![]);
     for l in w.links.iter().filter(|l| l.report) {
         if let Some(q) = &l.queue {
@@ -333,10 +279,7 @@ pub fn build(mut w: World) -> Results {
         .iter()
         .filter(|f| f.info.from_workload)
         .filter_map(|f| match (&f.sink, f.info.size_bytes) {
-            (Sink::Tcp(r), Some(sz)) => r
-                .completed_ns()
-                .filter(|&c| c <= end)
-                .map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
+            (Sink::Tcp(r), Some(sz)) => r.completed_ns().filter(|&c| c <= end).map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
             _ => None,
         })
         .collect();
@@ -397,10 +340,7 @@ pub fn build(mut w: World) -> Results {
             .col("flow", Column::U64(samples.3))
             .col("sojourn_ns", Column::U64(samples.4)),
     );
-    Results {
-        tables,
-        summary_json,
-    }
+    Results { tables, summary_json }
 }
 
 /// One long-running flow in `summary.json` (docs/results.md).
@@ -498,8 +438,7 @@ impl FlowRows {
         self.ecn_negotiated.push(negotiated.into());
         self.base_rtt_ns.push(info.base_rtt_ns);
         self.start_ns.push(info.start_ns);
-        self.size_bytes
-            .push(info.size_bytes.map_or(-1, |s| s as i64));
+        self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));
         self.bytes.push(bytes);
         self.bytes_measured.push(measured);
         self.goodput_bps.push(goodput);

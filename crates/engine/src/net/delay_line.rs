@@ -25,12 +25,7 @@ pub struct DelayLine {
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine {
-            delay_ns,
-            q: VecDeque::new(),
-            lossy_links,
-            event_at: None,
-        }
+        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None }
     }
 
     /// Add a packet leaving at `depart_ns`. Returns a time to schedule when

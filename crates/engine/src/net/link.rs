@@ -17,8 +17,7 @@
 //! end-of-transmission event is needed.
 
 use crate::aqm::{
-    AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters,
-    MAX_SUBQUEUES,
+    AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
 };
 use crate::metrics::histogram::Histogram;
 use crate::net::packet::Packet;
@@ -99,37 +98,11 @@ pub struct Link {
 }
 
 impl Link {
-    pub fn new(
-        name: String,
-        rate_bps: u64,
-        delay_ns: u64,
-        loss: f64,
-        mark: f64,
-        rng: SimRng,
-    ) -> Self {
-        Link {
-            name,
-            rate_bps,
-            delay_ns,
-            loss,
-            mark,
-            rng,
-            queue: None,
-            report: false,
-            bottleneck: false,
-            random_drops: 0,
-            random_marks: 0,
-        }
+    pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
+        Link { name, rate_bps, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0 }
     }
 
-    pub fn with_queue(
-        mut self,
-        qdisc: AnyQdisc,
-        aqm_name: String,
-        rng: SimRng,
-        histograms: bool,
-        sample_every: u32,
-    ) -> Self {
+    pub fn with_queue(mut self, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
         let nsub = qdisc.subqueue_names().len();
         self.queue = Some(QueueSlot {
             qdisc,
@@ -143,11 +116,7 @@ impl Link {
             busy_ns: 0,
             busy_ns_at_warmup: 0,
             data_departed: 0,
-            hist: if histograms {
-                vec![Histogram::new(); nsub]
-            } else {
-                vec![]
-            },
+            hist: if histograms { vec![Histogram::new(); nsub] } else { vec![] },
             sample_every,
             sample_countdown: sample_every,
             samples: vec![],
@@ -174,15 +143,10 @@ impl Link {
     /// Random loss and marking of the link itself (a mark sets CE in place);
     /// returns whether the packet survives.
     #[inline]
-    pub fn apply_random(
-        &mut self,
-        pkt: &mut Packet,
-        flow_counters: &mut [FlowQueueCounters],
-    ) -> bool {
+    pub fn apply_random(&mut self, pkt: &mut Packet, flow_counters: &mut [FlowQueueCounters]) -> bool {
         if self.loss > 0.0 && self.rng.roll(self.loss) {
             match &mut self.queue {
-                Some(q) => QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters)
-                    .drop(*pkt, DropReason::LinkLoss),
+                Some(q) => QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).drop(*pkt, DropReason::LinkLoss),
                 None => {
                     self.random_drops += 1;
                     if let Some(f) = flow_counters.get_mut(pkt.flow as usize) {
@@ -195,8 +159,7 @@ impl Link {
         if self.mark > 0.0 && pkt.ecn.is_ect() && self.rng.roll(self.mark) {
             match &mut self.queue {
                 Some(q) => {
-                    QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters)
-                        .mark(pkt, MarkReason::LinkMark);
+                    QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).mark(pkt, MarkReason::LinkMark);
                 }
                 None => {
                     pkt.ecn = crate::net::packet::Ecn::Ce;
@@ -215,19 +178,13 @@ impl QueueSlot {
     /// Hand a packet to the discipline. Returns true if the transmitter is
     /// idle and should start.
     #[inline]
-    pub fn arrive(
-        &mut self,
-        now_ns: u64,
-        mut pkt: Packet,
-        flow_counters: &mut [FlowQueueCounters],
-    ) -> bool {
+    pub fn arrive(&mut self, now_ns: u64, mut pkt: Packet, flow_counters: &mut [FlowQueueCounters]) -> bool {
         pkt.subq = self.qdisc.classify(&pkt);
         pkt.enq_ns = now_ns;
         let c = &mut self.counters[pkt.subq as usize];
         c.arrived_pkts += 1;
         c.arrived_bytes += pkt.size_bytes as u64;
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         self.qdisc.enqueue(pkt, &mut ctx);
         self.in_tx.is_none()
     }
@@ -235,15 +192,9 @@ impl QueueSlot {
     /// Take the next packet from the discipline and start sending it at
     /// `rate_bps`. Returns when transmission ends, or None if nothing to send.
     #[inline]
-    pub fn start_tx(
-        &mut self,
-        now_ns: u64,
-        rate_bps: u64,
-        flow_counters: &mut [FlowQueueCounters],
-    ) -> Option<u64> {
+    pub fn start_tx(&mut self, now_ns: u64, rate_bps: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
         debug_assert!(self.in_tx.is_none());
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         let pkt = self.qdisc.dequeue(&mut ctx)?;
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
         self.record_start(&Waiting {
@@ -309,10 +260,7 @@ impl QueueSlot {
         c.arrived_pkts += 1;
         c.arrived_bytes += pkt.size_bytes as u64;
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
-        if !self
-            .qdisc
-            .admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx)
-        {
+        if !self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
             return None;
         }
         // Transmissions run back to back in arrival order, so this packet
@@ -362,10 +310,7 @@ impl QueueSlot {
     /// Packets resident in sub-queue `sub`.
     pub fn subqueue_backlog_pkts(&self, sub: usize) -> usize {
         if self.departure_lookahead {
-            self.waiting
-                .iter()
-                .filter(|w| w.subq as usize == sub)
-                .count()
+            self.waiting.iter().filter(|w| w.subq as usize == sub).count()
         } else {
             self.qdisc.subqueue_len_pkts(sub)
         }
@@ -408,8 +353,7 @@ impl QueueSlot {
     }
 
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         self.qdisc.on_timer(&mut ctx);
     }
 
@@ -418,11 +362,8 @@ impl QueueSlot {
         let arrived: u64 = self.counters.iter().map(|c| c.arrived_pkts).sum();
         let departed: u64 = self.counters.iter().map(|c| c.departed_pkts).sum();
         // Link losses happen after departure, so they are not part of the queue's balance.
-        let dropped: u64 = self
-            .counters
-            .iter()
-            .map(|c| c.drops() - c.dropped_pkts[DropReason::LinkLoss as usize])
-            .sum();
+        let dropped: u64 =
+            self.counters.iter().map(|c| c.drops() - c.dropped_pkts[DropReason::LinkLoss as usize]).sum();
         let resident = self.backlog_pkts() as u64;
         if arrived != departed + dropped + resident {
             return Err(format!(
@@ -451,13 +392,7 @@ mod tests {
     fn fifo_link(limit_pkts: u64) -> Link {
         let rng = || SimRng::derive(1, Domain::Queue, 0);
         let q = AnyQdisc::Fifo(Fifo::new(FifoConfig {}, &env(10_000_000, limit_pkts)).unwrap());
-        Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(
-            q,
-            "fifo".into(),
-            rng(),
-            true,
-            0,
-        )
+        Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(q, "fifo".into(), rng(), true, 0)
     }
 
     #[test]

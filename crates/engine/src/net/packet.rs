@@ -123,14 +123,7 @@ impl Packet {
 
     /// Datagram `seq` of a rate-based source (CBR, QCN), due at `due_ns`
     /// (its timestamp) and emitted at `now_ns`.
-    pub fn datagram(
-        flow: u32,
-        size_bytes: u32,
-        seq: u64,
-        due_ns: u64,
-        now_ns: u64,
-        ecn: Ecn,
-    ) -> Self {
+    pub fn datagram(flow: u32, size_bytes: u32, seq: u64, due_ns: u64, now_ns: u64, ecn: Ecn) -> Self {
         let mut p = Packet::new(PacketKind::Datagram, flow, size_bytes);
         p.seq = seq;
         p.ts_ns = due_ns;
@@ -143,10 +136,7 @@ impl Packet {
     /// opposed to the replies and notifications that travel back to it.
     #[inline]
     pub fn from_source(&self) -> bool {
-        matches!(
-            self.kind,
-            PacketKind::Data | PacketKind::Syn | PacketKind::Datagram
-        )
+        matches!(self.kind, PacketKind::Data | PacketKind::Syn | PacketKind::Datagram)
     }
 
     /// A TCP data segment or a datagram (what the benchmark counts as a
@@ -163,10 +153,7 @@ impl Packet {
 
     #[inline]
     pub fn sack_block(&self, i: usize) -> SackBlock {
-        SackBlock {
-            start_off: self.sack_off[i],
-            len: self.sack_len[i],
-        }
+        SackBlock { start_off: self.sack_off[i], len: self.sack_len[i] }
     }
 
     #[inline]
@@ -195,11 +182,7 @@ mod tests {
 
     #[test]
     fn packet_fits_one_cache_line() {
-        assert!(
-            std::mem::size_of::<Packet>() <= 64,
-            "{}",
-            std::mem::size_of::<Packet>()
-        );
+        assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
     }
 
     #[test]

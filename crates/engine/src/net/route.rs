@@ -50,12 +50,10 @@ pub fn shared_line(
     delay_ns: u64,
     lossy: Vec<u32>,
 ) -> u32 {
-    *line_index
-        .entry((delay_ns, lossy))
-        .or_insert_with_key(|(delay_ns, lossy)| {
-            lines.push(DelayLine::new(*delay_ns, lossy.clone()));
-            lines.len() as u32 - 1
-        })
+    *line_index.entry((delay_ns, lossy)).or_insert_with_key(|(delay_ns, lossy)| {
+        lines.push(DelayLine::new(*delay_ns, lossy.clone()));
+        lines.len() as u32 - 1
+    })
 }
 
 /// Compile `hops` into the stages a packet visits. Delay lines are shared
@@ -73,15 +71,14 @@ pub fn compile(
     // stamped with their departure time: only a line can hold them until
     // then, so one follows it even with no delay (see `net::link`).
     let mut line_needed = false;
-    let mut flush =
-        |acc: &mut u64, lossy: &mut Vec<u32>, line_needed: &mut bool, stages: &mut Vec<Stage>| {
-            if *acc > 0 || !lossy.is_empty() || *line_needed {
-                let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
-                stages.push(Stage::Line(id));
-            }
-            *acc = 0;
-            *line_needed = false;
-        };
+    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, line_needed: &mut bool, stages: &mut Vec<Stage>| {
+        if *acc > 0 || !lossy.is_empty() || *line_needed {
+            let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
+            stages.push(Stage::Line(id));
+        }
+        *acc = 0;
+        *line_needed = false;
+    };
     for &h in hops {
         match h {
             Hop::Delay(d) => acc_ns += d,

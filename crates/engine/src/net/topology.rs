@@ -37,20 +37,9 @@ pub fn queue_link(
     q: QueueBuild,
     opt: QueueOptions,
 ) -> Result<Link, String> {
-    let env = QdiscEnv {
-        link_rate_bps: rate_bps,
-        mtu_bytes: opt.mtu,
-        limit: QueueLimit::from_spec(q.buffer, rate_bps),
-    };
+    let env = QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, rate_bps) };
     let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
-    let link = Link::new(
-        name,
-        rate_bps,
-        delay_ns,
-        loss,
-        mark,
-        SimRng::derive(opt.seed, Domain::Link, index as u64),
-    );
+    let link = Link::new(name, rate_bps, delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, index as u64));
     Ok(link.with_queue(
         qdisc,
         q.aqm.to_string(),
@@ -69,16 +58,8 @@ pub enum Attach {
 
 #[derive(Debug, Clone)]
 enum Shape {
-    Dumbbell {
-        bottleneck: u32,
-        reverse: Option<u32>,
-        delay_ns: u64,
-        access_rate_bps: Option<u64>,
-    },
-    Graph {
-        nodes: Vec<String>,
-        adj: Vec<Vec<(u32, usize)>>,
-    },
+    Dumbbell { bottleneck: u32, reverse: Option<u32>, delay_ns: u64, access_rate_bps: Option<u64> },
+    Graph { nodes: Vec<String>, adj: Vec<Vec<(u32, usize)>> },
 }
 
 #[derive(Debug, Clone)]
@@ -105,59 +86,25 @@ impl Topology {
         let mut links = vec![];
         let mut rate_changes = vec![];
         let shape = if let Some(b) = &s.bottleneck {
-            let q = QueueBuild {
-                aqm: &b.aqm,
-                params: &b.params,
-                buffer: b.buffer,
-            };
-            let mut l = queue_link(
-                0,
-                "bottleneck".into(),
-                b.rate_bps,
-                b.delay_ns,
-                b.loss,
-                b.mark,
-                q,
-                opt,
-            )?;
+            let q = QueueBuild { aqm: &b.aqm, params: &b.params, buffer: b.buffer };
+            let mut l = queue_link(0, "bottleneck".into(), b.rate_bps, b.delay_ns, b.loss, b.mark, q, opt)?;
             l.report = true;
             l.bottleneck = true;
             links.push(l);
             schedule(&mut rate_changes, 0, &b.rate_schedule);
             let reverse = match &b.reverse {
                 Some(r) => {
-                    let q = QueueBuild {
-                        aqm: &r.queue.aqm,
-                        params: &r.queue.params,
-                        buffer: r.queue.buffer,
-                    };
-                    let mut l = queue_link(
-                        1,
-                        "bottleneck_rev".into(),
-                        r.rate_bps,
-                        b.delay_ns,
-                        0.0,
-                        0.0,
-                        q,
-                        opt,
-                    )?;
+                    let q = QueueBuild { aqm: &r.queue.aqm, params: &r.queue.params, buffer: r.queue.buffer };
+                    let mut l = queue_link(1, "bottleneck_rev".into(), r.rate_bps, b.delay_ns, 0.0, 0.0, q, opt)?;
                     l.report = true;
                     links.push(l);
                     Some(1)
                 }
                 None => None,
             };
-            Shape::Dumbbell {
-                bottleneck: 0,
-                reverse,
-                delay_ns: b.delay_ns,
-                access_rate_bps: b.access_rate_bps,
-            }
+            Shape::Dumbbell { bottleneck: 0, reverse, delay_ns: b.delay_ns, access_rate_bps: b.access_rate_bps }
         } else {
-            let t = s
-                .topology
-                .as_ref()
-                .expect("validated: bottleneck or topology");
+            let t = s.topology.as_ref().expect("validated: bottleneck or topology");
             let nodes: Vec<String> = t.node_names().into_iter().map(String::from).collect();
             let mut adj = vec![vec![]; nodes.len()];
             let idx = |n: &str| nodes.iter().position(|x| x == n).unwrap();
@@ -174,68 +121,30 @@ impl Topology {
             Shape::Graph { nodes, adj }
         };
         rate_changes.sort_by_key(|c| c.0);
-        Ok((
-            Topology {
-                shape,
-                opt,
-                rate_changes,
-            },
-            links,
-        ))
+        Ok((Topology { shape, opt, rate_changes }, links))
     }
 
-    fn graph_link(
-        links: &mut Vec<Link>,
-        spec: &LinkSpec,
-        reverse: bool,
-        opt: QueueOptions,
-    ) -> Result<u32, String> {
-        let base = spec
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{}->{}", spec.from, spec.to));
+    fn graph_link(links: &mut Vec<Link>, spec: &LinkSpec, reverse: bool, opt: QueueOptions) -> Result<u32, String> {
+        let base = spec.name.clone().unwrap_or_else(|| format!("{}->{}", spec.from, spec.to));
         let name = if reverse { format!("{base}:rev") } else { base };
         let i = links.len();
         let link = match spec.rate_bps {
             Some(rate) => {
                 let fifo = Value::Null;
                 let q = if reverse {
-                    QueueBuild {
-                        aqm: "fifo",
-                        params: &fifo,
-                        buffer: spec.buffer,
-                    }
+                    QueueBuild { aqm: "fifo", params: &fifo, buffer: spec.buffer }
                 } else {
-                    QueueBuild {
-                        aqm: &spec.aqm,
-                        params: &spec.params,
-                        buffer: spec.buffer,
-                    }
+                    QueueBuild { aqm: &spec.aqm, params: &spec.params, buffer: spec.buffer }
                 };
-                let (loss, mark) = if reverse {
-                    (0.0, 0.0)
-                } else {
-                    (spec.loss, spec.mark)
-                };
+                let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
                 let mut l = queue_link(i, name, rate, spec.delay_ns, loss, mark, q, opt)?;
                 l.report = true;
                 l.bottleneck = !reverse;
                 l
             }
             None => {
-                let (loss, mark) = if reverse {
-                    (0.0, 0.0)
-                } else {
-                    (spec.loss, spec.mark)
-                };
-                Link::new(
-                    name,
-                    0,
-                    spec.delay_ns,
-                    loss,
-                    mark,
-                    SimRng::derive(opt.seed, Domain::Link, i as u64),
-                )
+                let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
+                Link::new(name, 0, spec.delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, i as u64))
             }
         };
         links.push(link);
@@ -245,15 +154,7 @@ impl Topology {
     /// Paths for a new flow; may add per-flow access links (dumbbell with an access rate).
     pub fn paths(&self, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
         match (&self.shape, attach) {
-            (
-                Shape::Dumbbell {
-                    bottleneck,
-                    reverse,
-                    delay_ns,
-                    access_rate_bps,
-                },
-                Attach::Rtt(rtt),
-            ) => {
+            (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
                 // rtt = 2·(sender access + bottleneck + receiver access).
                 let one_way_access = rtt / 2 - delay_ns;
                 let a_send = one_way_access / 2;
@@ -262,21 +163,8 @@ impl Topology {
                     Some(rate) => {
                         let i = links.len();
                         let fifo = Value::Null;
-                        let q = QueueBuild {
-                            aqm: "fifo",
-                            params: &fifo,
-                            buffer: BufferSpec::Time(100_000_000),
-                        };
-                        links.push(queue_link(
-                            i,
-                            format!("access{i}"),
-                            *rate,
-                            a_send,
-                            0.0,
-                            0.0,
-                            q,
-                            self.opt,
-                        )?);
+                        let q = QueueBuild { aqm: "fifo", params: &fifo, buffer: BufferSpec::Time(100_000_000) };
+                        links.push(queue_link(i, format!("access{i}"), *rate, a_send, 0.0, 0.0, q, self.opt)?);
                         Hop::Link(i as u32)
                     }
                     None => Hop::Delay(a_send),
@@ -287,26 +175,14 @@ impl Topology {
                     None => Hop::Delay(*delay_ns),
                 };
                 let rev = vec![Hop::Delay(a_recv), middle, Hop::Delay(a_send)];
-                Ok(FlowPaths {
-                    fwd,
-                    rev,
-                    base_rtt_ns: 2 * (a_send + delay_ns + a_recv),
-                })
+                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) })
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
-                let s = nodes
-                    .iter()
-                    .position(|n| n == src)
-                    .ok_or_else(|| format!("unknown node '{src}'"))?;
-                let d = nodes
-                    .iter()
-                    .position(|n| n == dst)
-                    .ok_or_else(|| format!("unknown node '{dst}'"))?;
-                let fwd = shortest_path(adj, s, d)
-                    .ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
-                let rev = shortest_path(adj, d, s).ok_or_else(|| {
-                    format!("no route back from '{dst}' to '{src}' (make a link duplex)")
-                })?;
+                let s = nodes.iter().position(|n| n == src).ok_or_else(|| format!("unknown node '{src}'"))?;
+                let d = nodes.iter().position(|n| n == dst).ok_or_else(|| format!("unknown node '{dst}'"))?;
+                let fwd = shortest_path(adj, s, d).ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
+                let rev = shortest_path(adj, d, s)
+                    .ok_or_else(|| format!("no route back from '{dst}' to '{src}' (make a link duplex)"))?;
                 let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
                 let base = delay(&fwd) + delay(&rev);
                 Ok(FlowPaths {

@@ -69,16 +69,9 @@ impl MarkerSpec {
     pub fn validate(&mut self, path: &str) -> Result<(), String> {
         if let Some(p) = self.policy.take() {
             let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
-            let w = POLICIES
-                .iter()
-                .find(|(n, _)| *n == p)
-                .map(|(_, w)| *w)
-                .ok_or_else(|| {
-                    format!(
-                        "{path}.policy: {}",
-                        crate::scenario::unknown_choice("policy", &p, &names)
-                    )
-                })?;
+            let w = POLICIES.iter().find(|(n, _)| *n == p).map(|(_, w)| *w).ok_or_else(|| {
+                format!("{path}.policy: {}", crate::scenario::unknown_choice("policy", &p, &names))
+            })?;
             if self.weight.is_some() {
                 return Err(format!("{path}: give either policy or weight, not both"));
             }
@@ -86,9 +79,7 @@ impl MarkerSpec {
         }
         let w = *self.weight.get_or_insert(1.0);
         if !(w.is_finite() && w > 0.0 && w <= 1e6) {
-            return Err(format!(
-                "{path}.weight: must be a positive number up to 1e6 (got {w})"
-            ));
+            return Err(format!("{path}.weight: must be a positive number up to 1e6 (got {w})"));
         }
         if self.rate_window_ns == 0 {
             return Err(format!("{path}.rate_window: must be positive"));
@@ -110,13 +101,7 @@ pub struct PvMarker {
 
 impl PvMarker {
     pub fn new(spec: &MarkerSpec, rng: SimRng) -> Self {
-        PvMarker {
-            weight: spec.weight.unwrap_or(1.0),
-            tau_ns: spec.rate_window_ns as f64,
-            rate_bps: 0.0,
-            last_ns: 0,
-            rng,
-        }
+        PvMarker { weight: spec.weight.unwrap_or(1.0), tau_ns: spec.rate_window_ns as f64, rate_bps: 0.0, last_ns: 0, rng }
     }
 
     /// The measured rate (bit/s) after the last marked packet.
@@ -128,8 +113,7 @@ impl PvMarker {
     pub fn value(&mut self, now_ns: u64, size_bytes: u32) -> u32 {
         let dt = now_ns.saturating_sub(self.last_ns) as f64;
         self.last_ns = self.last_ns.max(now_ns);
-        self.rate_bps =
-            self.rate_bps * libm::exp(-dt / self.tau_ns) + size_bytes as f64 * 8e9 / self.tau_ns;
+        self.rate_bps = self.rate_bps * libm::exp(-dt / self.tau_ns) + size_bytes as f64 * 8e9 / self.tau_ns;
         // U in (0, 1]: 1 - uniform() never reaches 0.
         let u = 1.0 - self.rng.uniform();
         tvf(u * self.rate_bps, self.weight)
@@ -154,30 +138,21 @@ mod tests {
     use crate::sim::rng::Domain;
 
     fn marker(weight: f64) -> PvMarker {
-        let spec = MarkerSpec {
-            weight: Some(weight),
-            ..MarkerSpec::default()
-        };
+        let spec = MarkerSpec { weight: Some(weight), ..MarkerSpec::default() };
         PvMarker::new(&spec, SimRng::derive(3, Domain::Marker, 0))
     }
 
     /// Feed `n` 1500-byte packets at `rate` bit/s; return their values.
     fn run(m: &mut PvMarker, rate: f64, n: usize) -> Vec<u32> {
         let gap = 12_000.0 * 1e9 / rate;
-        (0..n)
-            .map(|i| m.value((i as f64 * gap) as u64, 1500))
-            .collect()
+        (0..n).map(|i| m.value((i as f64 * gap) as u64, 1500)).collect()
     }
 
     #[test]
     fn rate_estimate_converges_to_the_sending_rate() {
         let mut m = marker(1.0);
         run(&mut m, 100e6, 20_000); // 2.4 s, 24 time constants
-        assert!(
-            (m.rate_bps() / 100e6 - 1.0).abs() < 0.01,
-            "{}",
-            m.rate_bps()
-        );
+        assert!((m.rate_bps() / 100e6 - 1.0).abs() < 0.01, "{}", m.rate_bps());
     }
 
     #[test]
@@ -202,24 +177,14 @@ mod tests {
         let ctv = tvf(35e6, 7.0); // fair rate 35M for weight 7 = 15M for weight 3
         assert!((tvf_inverse(ctv, 3.0) / 15e6 - 1.0).abs() < 0.01);
         let f = |v: &[u32]| v[20_000..].iter().filter(|&&x| x <= ctv).count() as f64 / 40_000.0;
-        assert!(
-            (f(&pa) - 0.5).abs() < 0.02 && (f(&pb) - 0.5).abs() < 0.02,
-            "{} {}",
-            f(&pa),
-            f(&pb)
-        );
+        assert!((f(&pa) - 0.5).abs() < 0.02 && (f(&pb) - 0.5).abs() < 0.02, "{} {}", f(&pa), f(&pb));
     }
 
     #[test]
     fn same_stream_gives_the_same_values_and_acks_are_not_marked() {
         let (mut a, mut b) = (marker(1.0), marker(1.0));
         assert_eq!(run(&mut a, 1e9, 100), run(&mut b, 1e9, 100));
-        let kinds = [
-            PacketKind::Syn,
-            PacketKind::Data,
-            PacketKind::Datagram,
-            PacketKind::Ack,
-        ];
+        let kinds = [PacketKind::Syn, PacketKind::Data, PacketKind::Datagram, PacketKind::Ack];
         let mut out: Vec<Packet> = kinds.iter().map(|&k| Packet::new(k, 0, 1500)).collect();
         out[3].aux = 7;
         a.mark_all(1_000_000, &mut out);
@@ -229,39 +194,17 @@ mod tests {
 
     #[test]
     fn spec_normalises_policy_to_weight_and_rejects_nonsense() {
-        let mut s = MarkerSpec {
-            policy: Some("gold".into()),
-            ..MarkerSpec::default()
-        };
+        let mut s = MarkerSpec { policy: Some("gold".into()), ..MarkerSpec::default() };
         s.validate("flows[0].marker").unwrap();
         assert_eq!((s.policy.as_deref(), s.weight), (None, Some(2.0)));
         s.validate("again").unwrap(); // normalising twice changes nothing
         assert_eq!(s.weight, Some(2.0));
-        let mut s = MarkerSpec {
-            policy: Some("gld".into()),
-            ..MarkerSpec::default()
-        };
+        let mut s = MarkerSpec { policy: Some("gld".into()), ..MarkerSpec::default() };
         let e = s.validate("flows[0].marker").unwrap_err();
-        assert!(
-            e.starts_with("flows[0].marker.policy: unknown policy 'gld' (did you mean 'gold'?"),
-            "{e}"
-        );
-        let mut s = MarkerSpec {
-            policy: Some("gold".into()),
-            weight: Some(3.0),
-            ..MarkerSpec::default()
-        };
-        assert_eq!(
-            s.validate("m").unwrap_err(),
-            "m: give either policy or weight, not both"
-        );
-        let mut s = MarkerSpec {
-            weight: Some(-1.0),
-            ..MarkerSpec::default()
-        };
-        assert!(s
-            .validate("m")
-            .unwrap_err()
-            .starts_with("m.weight: must be a positive number"));
+        assert!(e.starts_with("flows[0].marker.policy: unknown policy 'gld' (did you mean 'gold'?"), "{e}");
+        let mut s = MarkerSpec { policy: Some("gold".into()), weight: Some(3.0), ..MarkerSpec::default() };
+        assert_eq!(s.validate("m").unwrap_err(), "m: give either policy or weight, not both");
+        let mut s = MarkerSpec { weight: Some(-1.0), ..MarkerSpec::default() };
+        assert!(s.validate("m").unwrap_err().starts_with("m.weight: must be a positive number"));
     }
 }

@@ -40,9 +40,7 @@ impl SimRng {
     /// The stream for component `index` of `domain` under `master_seed`.
     pub fn derive(master_seed: u64, domain: Domain, index: u64) -> Self {
         let key = mix(mix(master_seed) ^ mix((domain as u64) << 48 ^ index));
-        SimRng {
-            inner: Xoshiro256PlusPlus::seed_from_u64(key),
-        }
+        SimRng { inner: Xoshiro256PlusPlus::seed_from_u64(key) }
     }
 
     pub fn next_u64(&mut self) -> u64 {
@@ -123,14 +121,10 @@ mod tests {
         assert!((m - 3.0).abs() < 0.05, "mean {m}");
         // Bounded Pareto(min 1, max 100, alpha 1.2): mean = a L^a/(1-(L/H)^a) * (L^(1-a) - H^(1-a))/(a-1)
         let (l, h, a): (f64, f64, f64) = (1.0, 100.0, 1.2);
-        let expect = a * l.powf(a) / (1.0 - (l / h).powf(a)) * (l.powf(1.0 - a) - h.powf(1.0 - a))
-            / (a - 1.0);
+        let expect = a * l.powf(a) / (1.0 - (l / h).powf(a)) * (l.powf(1.0 - a) - h.powf(1.0 - a)) / (a - 1.0);
         let xs: Vec<f64> = (0..n).map(|_| r.bounded_pareto(l, h, a)).collect();
         assert!(xs.iter().all(|&x| (l..=h).contains(&x)));
         let m = xs.iter().sum::<f64>() / n as f64;
-        assert!(
-            (m - expect).abs() / expect < 0.03,
-            "mean {m} expect {expect}"
-        );
+        assert!((m - expect).abs() / expect < 0.03, "mean {m} expect {expect}");
     }
 }

@@ -8,6 +8,7 @@
 //! scheduling order (a sequence number breaks the ties). Every run is
 //! deterministic.
 
+
 /// What an event does; the index points into the world's component tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -353,10 +354,7 @@ pub struct EventQueue {
 
 /// No event: later than any event, and told apart from real entries by its
 /// `rest`, which no event can have (an event code's kind is at most 8).
-const EMPTY: Entry = Entry {
-    time_ns: u64::MAX,
-    rest: u64::MAX,
-};
+const EMPTY: Entry = Entry { time_ns: u64::MAX, rest: u64::MAX };
 
 impl Entry {
     #[inline(always)]
@@ -387,10 +385,7 @@ impl EventQueue {
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
         let class = u64::from(!matches!(event, Event::LinkTxDone(_)));
         let seq = (self.next_seq & 0x7FFF_FFFF) as u64;
-        let e = Entry {
-            time_ns,
-            rest: (class << 63) | (seq << 32) | event.encode() as u64,
-        };
+        let e = Entry { time_ns, rest: (class << 63) | (seq << 32) | event.encode() as u64 };
         self.next_seq = self.next_seq.wrapping_add(1);
         match event {
             Event::LinkTxDone(_) | Event::LineArrival(_) => {
@@ -451,19 +446,11 @@ impl EventQueue {
 
     /// Events executed, by kind name.
     pub fn events_by_kind(&self) -> [(&'static str, u64); 9] {
-        const NAMES: [&str; 9] = [
-            "link_tx_done",
-            "line_arrival",
-            "sender_timer",
-            "receiver_timer",
-            "qdisc_timer",
-            "link_rate_change",
-            "workload_arrival",
-            "sample",
-            "warmup_end",
-        ];
+        const NAMES: [&str; 9] =
+            ["link_tx_done", "line_arrival", "sender_timer", "receiver_timer", "qdisc_timer", "link_rate_change", "workload_arrival", "sample", "warmup_end"];
         std::array::from_fn(|i| (NAMES[i], self.popped_by_kind[i]))
     }
+
 
     /// Events executed so far (the benchmark's "events").
     pub fn events_popped(&self) -> u64 {
@@ -515,12 +502,7 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(
             order,
-            vec![
-                (9, Event::LineArrival(3)),
-                (10, Event::LinkTxDone(0)),
-                (10, Event::LineArrival(1)),
-                (10, Event::SenderTimer(2))
-            ]
+            vec![(9, Event::LineArrival(3)), (10, Event::LinkTxDone(0)), (10, Event::LineArrival(1)), (10, Event::SenderTimer(2))]
         );
     }
 
@@ -535,22 +517,14 @@ mod tests {
             if rng.below(3) > 0 || q.is_empty() {
                 let t = now + rng.below(1000);
                 // Mix both internal heaps.
-                let ev = if seq % 3 == 0 {
-                    Event::SenderTimer(seq as u32)
-                } else {
-                    Event::LineArrival(seq as u32)
-                };
+                let ev = if seq % 3 == 0 { Event::SenderTimer(seq as u32) } else { Event::LineArrival(seq as u32) };
                 q.schedule(t, ev);
                 reference.push((t, seq));
                 seq += 1;
             } else {
                 reference.sort();
                 let (t, s) = reference.remove(0);
-                let ev = if s % 3 == 0 {
-                    Event::SenderTimer(s as u32)
-                } else {
-                    Event::LineArrival(s as u32)
-                };
+                let ev = if s % 3 == 0 { Event::SenderTimer(s as u32) } else { Event::LineArrival(s as u32) };
                 assert_eq!(q.pop(), Some((t, ev)), "round {round}");
                 now = t;
             }

@@ -65,9 +65,7 @@ fn scaled_decimal(num: &str, scale: u64, what: &str, original: &str) -> Result<u
         return Err(bad());
     }
     if num.starts_with('-') {
-        return Err(UnitError(format!(
-            "'{original}': a {what} cannot be negative"
-        )));
+        return Err(UnitError(format!("'{original}': a {what} cannot be negative")));
     }
     let num = num.trim_start_matches('+');
     let (mantissa, exp10): (&str, i32) = match num.split_once('e') {
@@ -143,14 +141,9 @@ pub fn parse_per_second(s: &str) -> Result<f64, UnitError> {
     let Some(num) = t.strip_suffix("/s") else {
         return Err(UnitError(format!("'{s}' needs the unit '/s', e.g. '10/s'")));
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| UnitError(format!("'{s}' is not a valid rate per second")))?;
+    let v: f64 = num.trim().parse().map_err(|_| UnitError(format!("'{s}' is not a valid rate per second")))?;
     if !(v.is_finite() && v > 0.0) {
-        return Err(UnitError(format!(
-            "'{s}': a rate per second must be positive"
-        )));
+        return Err(UnitError(format!("'{s}': a rate per second must be positive")));
     }
     Ok(v)
 }
@@ -238,46 +231,19 @@ macro_rules! serde_unit {
                 match Raw::deserialize(d)? {
                     Raw::Text(t) => $parse(&t).map_err(|e| de::Error::custom(e.0)),
                     // Same message as for a string without a unit (names the units).
-                    Raw::Number(n) => {
-                        Err(de::Error::custom($parse(&n.to_string()).err().map_or_else(
-                            || format!("{n} needs a unit, e.g. '{}'", $expect),
-                            |e| e.0,
-                        )))
-                    }
+                    Raw::Number(n) => Err(de::Error::custom(
+                        $parse(&n.to_string()).err().map_or_else(|| format!("{n} needs a unit, e.g. '{}'", $expect), |e| e.0),
+                    )),
                 }
             }
         }
     };
 }
 
-serde_unit!(
-    serde_duration,
-    u64,
-    super::parse_duration_ns,
-    super::format_duration_ns,
-    "5ms"
-);
-serde_unit!(
-    serde_rate,
-    u64,
-    super::parse_rate_bps,
-    super::format_rate_bps,
-    "10Mbps"
-);
-serde_unit!(
-    serde_size,
-    u64,
-    super::parse_size_bytes,
-    super::format_size_bytes,
-    "1.5MB"
-);
-serde_unit!(
-    serde_buffer,
-    super::BufferSpec,
-    super::parse_buffer,
-    super::format_buffer,
-    "250pkt"
-);
+serde_unit!(serde_duration, u64, super::parse_duration_ns, super::format_duration_ns, "5ms");
+serde_unit!(serde_rate, u64, super::parse_rate_bps, super::format_rate_bps, "10Mbps");
+serde_unit!(serde_size, u64, super::parse_size_bytes, super::format_size_bytes, "1.5MB");
+serde_unit!(serde_buffer, super::BufferSpec, super::parse_buffer, super::format_buffer, "250pkt");
 
 /// Optional variants of the adapters (`None` stays absent/null).
 macro_rules! serde_opt_unit {
@@ -360,15 +326,7 @@ mod tests {
 
     #[test]
     fn canonical_text_round_trips() {
-        for ns in [
-            0u64,
-            1,
-            1_500,
-            5_000_000,
-            100_000_000,
-            2_000_000_000,
-            1_250_000,
-        ] {
+        for ns in [0u64, 1, 1_500, 5_000_000, 100_000_000, 2_000_000_000, 1_250_000] {
             assert_eq!(parse_duration_ns(&format_duration_ns(ns)), Ok(ns));
         }
         assert_eq!(format_duration_ns(5_000_000), "5ms");

@@ -4,8 +4,8 @@
 //! Endpoints produce packets without routes; the world stamps the route of
 //! the flow's direction and forwards them. Endpoints never see queues.
 
-pub mod qcn_rp;
 pub mod rate;
+pub mod qcn_rp;
 pub mod rtt;
 pub mod scoreboard;
 pub mod tcp_receiver;
@@ -104,11 +104,7 @@ pub struct TcpConfig {
     /// Whether receivers accept ECN in the handshake.
     pub receiver_ecn: bool,
     /// Optional receive window cap (bytes); none by default.
-    #[serde(
-        rename = "rwnd",
-        with = "crate::sim::units::serde_opt_size",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "rwnd", with = "crate::sim::units::serde_opt_size", skip_serializing_if = "Option::is_none")]
     pub rwnd_bytes: Option<u64>,
 }
 
@@ -149,10 +145,7 @@ impl TcpConfig {
 
     pub fn validate(&self) -> Result<(), String> {
         if self.mtu_bytes < 68 || self.mtu_bytes > 65_535 {
-            return Err(format!(
-                "mtu_bytes: must lie in 68..=65535 (got {})",
-                self.mtu_bytes
-            ));
+            return Err(format!("mtu_bytes: must lie in 68..=65535 (got {})", self.mtu_bytes));
         }
         if self.header_bytes >= self.mtu_bytes {
             return Err("header_bytes: must be smaller than mtu_bytes".into());

@@ -107,10 +107,7 @@ impl Default for QcnRpConfig {
 impl QcnRpConfig {
     pub fn validate(&self) -> Result<(), String> {
         if !(self.gd > 0.0 && self.gd * 63.0 < 1.0) {
-            return Err(format!(
-                "gd: must lie in (0, 1/63) so a CNM never stops a source (got {})",
-                self.gd
-            ));
+            return Err(format!("gd: must lie in (0, 1/63) so a CNM never stops a source (got {})", self.gd));
         }
         if self.bc_limit == 0 {
             return Err("bc_limit: must be positive".into());
@@ -122,19 +119,13 @@ impl QcnRpConfig {
             return Err("min_rate: must be positive".into());
         }
         if !(0.0..1.0).contains(&self.cycle_jitter) {
-            return Err(format!(
-                "cycle_jitter: must lie in [0, 1) (got {})",
-                self.cycle_jitter
-            ));
+            return Err(format!("cycle_jitter: must lie in [0, 1) (got {})", self.cycle_jitter));
         }
         if self.fbhat_halve_pkts == 0 {
             return Err("fbhat_halve_pkts: must be at least 1".into());
         }
         if !(self.fbhat_cycle_factor > 0.0 && self.fbhat_cycle_factor <= 1.0) {
-            return Err(format!(
-                "fbhat_cycle_factor: must lie in (0, 1] (got {})",
-                self.fbhat_cycle_factor
-            ));
+            return Err(format!("fbhat_cycle_factor: must lie in (0, 1] (got {})", self.fbhat_cycle_factor));
         }
         Ok(())
     }
@@ -181,12 +172,7 @@ pub struct ReactionPoint {
 
 impl ReactionPoint {
     pub fn new(cfg: QcnRpConfig, line_rate_bps: u64, rng: SimRng) -> Self {
-        ReactionPoint {
-            cfg,
-            line_rate_bps,
-            rng,
-            vars: RpVars::default(),
-        }
+        ReactionPoint { cfg, line_rate_bps, rng, vars: RpVars::default() }
     }
 
     /// The rate the source may send at now.
@@ -348,10 +334,7 @@ const RP_STREAM: u64 = 1 << 40;
 
 /// Registry entry for the Python front: summary and default parameters.
 pub fn registry_entry() -> (&'static str, serde_json::Value) {
-    (
-        "QCN rate-limited source, IEEE 802.1Qau reaction point (+ Fb-hat)",
-        crate::aqm::to_value(&QcnRpConfig::default()),
-    )
+    ("QCN rate-limited source, IEEE 802.1Qau reaction point (+ Fb-hat)", crate::aqm::to_value(&QcnRpConfig::default()))
 }
 
 /// Validate and normalise a `cc = "qcn"` flow group's `params`.
@@ -381,27 +364,8 @@ pub struct QcnSource {
 }
 
 impl QcnSource {
-    pub fn new(
-        flow: u32,
-        size_bytes: u32,
-        ecn: Ecn,
-        start_ns: u64,
-        stop_ns: Option<u64>,
-        rp: ReactionPoint,
-    ) -> Self {
-        QcnSource {
-            flow,
-            size_bytes,
-            ecn,
-            next_ns: start_ns,
-            last_tx_ns: None,
-            stop_ns,
-            seq: 0,
-            carry: 0,
-            rp,
-            bytes_sent: 0,
-            pkts_sent: 0,
-        }
+    pub fn new(flow: u32, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>, rp: ReactionPoint) -> Self {
+        QcnSource { flow, size_bytes, ecn, next_ns: start_ns, last_tx_ns: None, stop_ns, seq: 0, carry: 0, rp, bytes_sent: 0, pkts_sent: 0 }
     }
 
     /// The source of flow `id` (a `cc = "qcn"` group): `line_rate_bps` is
@@ -419,14 +383,7 @@ impl QcnSource {
         cfg.validate()?;
         let rng = SimRng::derive(seed, Domain::Flow, RP_STREAM | id as u64);
         let rp = ReactionPoint::new(cfg, line_rate_bps, rng);
-        Ok(QcnSource::new(
-            id,
-            size_bytes,
-            info.ecn.codepoint(),
-            info.start_ns,
-            info.stop_ns,
-            rp,
-        ))
+        Ok(QcnSource::new(id, size_bytes, info.ecn.codepoint(), info.start_ns, info.stop_ns, rp))
     }
 
     /// Internal state worth plotting (owner `flowN` in the probes table).
@@ -436,11 +393,7 @@ impl QcnSource {
 
     pub fn probe(&self, out: &mut [f64]) {
         let v = &self.rp.vars;
-        out.copy_from_slice(&[
-            self.rp.target_rate_bps() as f64,
-            v.fbhat as f64,
-            v.cnms as f64,
-        ]);
+        out.copy_from_slice(&[self.rp.target_rate_bps() as f64, v.fbhat as f64, v.cnms as f64]);
     }
 
     fn stopped(&self) -> bool {
@@ -451,11 +404,7 @@ impl QcnSource {
         if self.stopped() {
             return None;
         }
-        Some(
-            self.rp
-                .timer_deadline_ns()
-                .map_or(self.next_ns, |t| t.min(self.next_ns)),
-        )
+        Some(self.rp.timer_deadline_ns().map_or(self.next_ns, |t| t.min(self.next_ns)))
     }
 
     /// Spacing after a packet at the current rate, carrying the remainder.
@@ -497,14 +446,7 @@ impl QcnSource {
     }
 
     fn send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        out.push(Packet::datagram(
-            self.flow,
-            self.size_bytes,
-            self.seq,
-            self.next_ns,
-            now_ns,
-            self.ecn,
-        ));
+        out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
         self.seq += 1;
         self.pkts_sent += 1;
         self.bytes_sent += self.size_bytes as u64;

@@ -9,10 +9,7 @@ const G: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
 
 fn exact() -> QcnRpConfig {
-    QcnRpConfig {
-        cycle_jitter: 0.0,
-        ..QcnRpConfig::default()
-    }
+    QcnRpConfig { cycle_jitter: 0.0, ..QcnRpConfig::default() }
 }
 
 fn rp(line_bps: u64, cfg: QcnRpConfig) -> ReactionPoint {
@@ -39,10 +36,7 @@ fn cnm_cuts_cr_by_gd_fb_and_keeps_the_old_cr_as_target() {
     assert_eq!((r.rate_bps(), r.stage()), (G, RpStage::Released));
     // 1 Gbit/s * (1 - 32/128) = 750 Mbit/s; TR = the rate before the cut.
     r.on_cnm(0, 32);
-    assert_eq!(
-        (r.vars.cr_bps, r.vars.tr_bps, r.rate_bps()),
-        (750_000_000, G, 750_000_000)
-    );
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps, r.rate_bps()), (750_000_000, G, 750_000_000));
     assert_eq!(r.stage(), RpStage::FastRecovery);
     // |Fb| = 63: 750 Mbit/s * 65/128 = 380 859 375 bit/s exactly; TR follows CR.
     r.on_cnm(1, 63);
@@ -62,14 +56,8 @@ fn cnm_cuts_cr_by_gd_fb_and_keeps_the_old_cr_as_target() {
 fn fast_recovery_halves_the_gap_to_tr_for_five_cycles_then_active_increase_releases() {
     let mut r = rp(G, exact());
     r.on_cnm(0, 32); // CR 750 M, TR 1 G
-                     // CR_k = TR - (TR - CR_0)/2^k, TR fixed; 150 KB = 100 packets per cycle.
-    for want in [
-        875_000_000,
-        937_500_000,
-        968_750_000,
-        984_375_000,
-        992_187_500,
-    ] {
+    // CR_k = TR - (TR - CR_0)/2^k, TR fixed; 150 KB = 100 packets per cycle.
+    for want in [875_000_000, 937_500_000, 968_750_000, 984_375_000, 992_187_500] {
         assert_eq!(bc_cycle(&mut r), 100);
         assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (want, G));
     }
@@ -80,10 +68,7 @@ fn fast_recovery_halves_the_gap_to_tr_for_five_cycles_then_active_increase_relea
     assert_eq!(r.stage(), RpStage::ActiveIncrease);
     // Cycle 7: TR 1.010 G, CR would be 1 004 296 875 > line rate: the limiter is released.
     assert_eq!(bc_cycle(&mut r), 50);
-    assert_eq!(
-        (r.stage(), r.rate_bps(), r.timer_deadline_ns()),
-        (RpStage::Released, G, None)
-    );
+    assert_eq!((r.stage(), r.rate_bps(), r.timer_deadline_ns()), (RpStage::Released, G, None));
     assert!(!r.on_sent(1500), "a released RP counts no cycles");
 }
 
@@ -102,10 +87,7 @@ fn active_then_hyper_active_increase_add_r_ai_and_i_times_r_hai() {
     }
     assert_eq!(r.vars.tr_bps, tr0);
     bc_cycle(&mut r); // byte counter at 6: Active Increase
-    assert_eq!(
-        (r.vars.tr_bps - tr0, r.stage()),
-        (5_000_000, RpStage::ActiveIncrease)
-    );
+    assert_eq!((r.vars.tr_bps - tr0, r.stage()), (5_000_000, RpStage::ActiveIncrease));
     // Timer cycles: 15 ms each for the first five, then 7.5 ms (halved past Fast Recovery).
     let mut deadlines = vec![];
     let mut tr = vec![];
@@ -115,16 +97,10 @@ fn active_then_hyper_active_increase_add_r_ai_and_i_times_r_hai() {
         assert!(r.on_timer(t));
         tr.push(r.vars.tr_bps - tr0);
     }
-    assert_eq!(
-        deadlines,
-        vec![15 * MS, 30 * MS, 45 * MS, 60 * MS, 75 * MS, 82_500_000]
-    );
+    assert_eq!(deadlines, vec![15 * MS, 30 * MS, 45 * MS, 60 * MS, 75 * MS, 82_500_000]);
     // Timer cycles 1-5: Active Increase (the byte counter is past 5); cycle 6: both
     // counters past 5, Hyper-Active Increase with i = min(6, 6) - 5 = 1.
-    assert_eq!(
-        tr,
-        vec![10_000_000, 15_000_000, 20_000_000, 25_000_000, 30_000_000, 80_000_000]
-    );
+    assert_eq!(tr, vec![10_000_000, 15_000_000, 20_000_000, 25_000_000, 30_000_000, 80_000_000]);
     assert_eq!(r.stage(), RpStage::HyperActiveIncrease);
     // Byte counter 7: i = min(7, 6) - 5 = 1; then timer 7: i = min(7, 7) - 5 = 2.
     bc_cycle(&mut r);
@@ -142,16 +118,7 @@ fn the_timer_alone_recovers_an_idle_limiter() {
     // No packets sent: every rate increase comes from the 15 ms timer.
     let mut r = rp(G, exact());
     r.on_cnm(0, 32); // CR 750 M, TR 1 G
-    for (k, want) in [
-        875_000_000,
-        937_500_000,
-        968_750_000,
-        984_375_000,
-        992_187_500,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (k, want) in [875_000_000, 937_500_000, 968_750_000, 984_375_000, 992_187_500].into_iter().enumerate() {
         let t = r.timer_deadline_ns().unwrap();
         assert_eq!(t, (k as u64 + 1) * 15 * MS);
         r.on_timer(t);
@@ -168,21 +135,12 @@ fn the_timer_alone_recovers_an_idle_limiter() {
 
 #[test]
 fn fbhat_saturates_halves_every_50_packets_and_shortens_cycles_when_small() {
-    let mut r = rp(
-        G,
-        QcnRpConfig {
-            fbhat: true,
-            ..exact()
-        },
-    );
+    let mut r = rp(G, QcnRpConfig { fbhat: true, ..exact() });
     r.on_cnm(0, 20);
     assert_eq!(r.vars.fbhat, 20);
     r.on_cnm(0, 20);
     assert_eq!(r.vars.fbhat, 31, "a 5-bit counter saturates at 31");
-    assert_eq!(
-        r.vars.bc_left, 150_000,
-        "Fb-hat 31: a full 100-packet cycle"
-    );
+    assert_eq!(r.vars.bc_left, 150_000, "Fb-hat 31: a full 100-packet cycle");
     let mut seen = vec![];
     for _ in 0..4 {
         for _ in 0..50 {
@@ -205,10 +163,7 @@ fn without_fbhat_the_estimate_stays_zero_and_cycles_keep_their_length() {
     for _ in 0..200 {
         r.on_sent(1500);
     }
-    assert_eq!(
-        (r.vars.fbhat, r.vars.bc_cycles, r.vars.bc_left),
-        (0, 2, 150_000)
-    );
+    assert_eq!((r.vars.fbhat, r.vars.bc_cycles, r.vars.bc_left), (0, 2, 150_000));
 }
 
 #[test]
@@ -219,15 +174,10 @@ fn cycle_jitter_spreads_cycle_lengths_within_fifteen_percent() {
         r.on_cnm(t, 1);
         lens.push(r.vars.bc_left as f64);
     }
-    let (lo, hi) = lens
-        .iter()
-        .fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let (lo, hi) = lens.iter().fold((f64::MAX, 0.0f64), |(a, b), &x| (a.min(x), b.max(x)));
     let mean = lens.iter().sum::<f64>() / lens.len() as f64;
     assert!(lo >= 127_500.0 && hi <= 172_500.0, "{lo}..{hi}");
-    assert!(
-        hi - lo > 40_000.0 && (mean - 150_000.0).abs() < 2_000.0,
-        "{lo}..{hi} mean {mean}"
-    );
+    assert!(hi - lo > 40_000.0 && (mean - 150_000.0).abs() < 2_000.0, "{lo}..{hi} mean {mean}");
 }
 
 // ---------------------------------------------------------------------------

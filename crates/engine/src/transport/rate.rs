@@ -80,16 +80,12 @@ impl RateSampler {
     /// Segment `seq` is delivered (cumulatively ACKed or SACKed for the first time).
     pub fn on_delivered(&mut self, seq: u64, now_ns: u64) {
         let idx = (seq - self.base) as usize;
-        let Some(&p) = self.records.get(idx) else {
-            return;
-        };
+        let Some(&p) = self.records.get(idx) else { return };
         self.delivered += 1;
         self.delivered_ns = now_ns;
         self.acked_sacked += 1;
         // §3.3: sample from the most recently sent packet delivered.
-        if self.best.is_none_or(|b| {
-            p.delivered > b.delivered || (p.delivered == b.delivered && p.sent_ns > b.sent_ns)
-        }) {
+        if self.best.is_none_or(|b| p.delivered > b.delivered || (p.delivered == b.delivered && p.sent_ns > b.sent_ns)) {
             self.best = Some(p);
             self.first_sent_ns = p.sent_ns;
         }
@@ -179,10 +175,7 @@ mod tests {
         r.on_send(1, 1, 1);
         r.on_delivered(0, 100);
         let s = r.take_sample(100, 1, 0).unwrap();
-        assert!(
-            !s.app_limited,
-            "segment 0 was sent before the app-limited mark"
-        );
+        assert!(!s.app_limited, "segment 0 was sent before the app-limited mark");
         r.on_delivered(1, 101);
         let s = r.take_sample(101, 1, 0).unwrap();
         assert!(s.app_limited);

@@ -64,19 +64,14 @@ impl RttEstimator {
         if !self.has_sample {
             return self.rto_initial_ns;
         }
-        let var = self
-            .granularity_ns
-            .max(4 * self.rttvar_ns)
-            .max(self.rto_min_ns);
+        let var = self.granularity_ns.max(4 * self.rttvar_ns).max(self.rto_min_ns);
         (self.srtt_ns + var).min(self.rto_max_ns)
     }
 
     /// RTO after `backoff` doublings (RFC 6298 §5.5), capped at the maximum.
     pub fn backed_off_rto_ns(&self, backoff: u32) -> u64 {
         let base = self.rto_ns();
-        base.checked_shl(backoff.min(30))
-            .unwrap_or(u64::MAX)
-            .min(self.rto_max_ns.max(base))
+        base.checked_shl(backoff.min(30)).unwrap_or(u64::MAX).min(self.rto_max_ns.max(base))
     }
 
     pub fn srtt_ns(&self) -> u64 {

@@ -107,11 +107,7 @@ impl Scoreboard {
     /// Cumulative ACK up to `ack` (exclusive). `on_leave` sees each segment
     /// that leaves the scoreboard. Returns (acked, newly delivered): the
     /// latter excludes segments already counted when SACKed.
-    pub fn advance_una(
-        &mut self,
-        ack: u64,
-        mut on_leave: impl FnMut(u64, &SegState),
-    ) -> (u32, u32) {
+    pub fn advance_una(&mut self, ack: u64, mut on_leave: impl FnMut(u64, &SegState)) -> (u32, u32) {
         let ack = ack.min(self.nxt());
         if ack <= self.una {
             return (0, 0);
@@ -183,10 +179,7 @@ impl Scoreboard {
         for seq in a..b {
             let idx = (seq - self.una) as usize;
             let s = &mut self.segs[idx];
-            debug_assert!(
-                s.flags & SACKED == 0,
-                "range list and flags disagree at {seq}"
-            );
+            debug_assert!(s.flags & SACKED == 0, "range list and flags disagree at {seq}");
             if s.flags & LOST != 0 {
                 self.lost -= 1;
             }
@@ -259,9 +252,7 @@ impl Scoreboard {
     /// such additional detection). Without this, RFC 6675 recovers a lost
     /// retransmission only by RTO. Returns how many were found.
     pub fn detect_lost_retransmissions(&mut self) -> u32 {
-        let Some(&(_, high)) = self.ranges.last() else {
-            return 0;
-        };
+        let Some(&(_, high)) = self.ranges.last() else { return 0 };
         let mut found = 0;
         while let Some(&(seq, tx_ns, nxt_then)) = self.retx_fifo.front() {
             if nxt_then >= high {
@@ -323,10 +314,7 @@ impl Scoreboard {
             ));
         }
         if self.ranges.windows(2).any(|w| w[0].1 >= w[1].0) {
-            return Err(format!(
-                "SACK ranges not sorted/disjoint: {:?}",
-                self.ranges
-            ));
+            return Err(format!("SACK ranges not sorted/disjoint: {:?}", self.ranges));
         }
         Ok(())
     }
@@ -407,13 +395,7 @@ mod tests {
         let mut sb = board(10);
         sb.sack(1, 4, |_, _| {});
         sb.detect_losses(3);
-        sb.mark_retransmitted(
-            0,
-            SegState {
-                tx_ns: 5,
-                ..Default::default()
-            },
-        );
+        sb.mark_retransmitted(0, SegState { tx_ns: 5, ..Default::default() });
         // Data sent after the retransmission: segments 10, 11.
         sb.push(SegState::default());
         sb.push(SegState::default());

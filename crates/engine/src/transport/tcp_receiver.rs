@@ -241,11 +241,7 @@ impl TcpReceiver {
                 if self.ooo.iter().any(|r| r.start <= seq && seq < r.end) {
                     return; // duplicate of buffered data
                 }
-                self.ooo.push(OooRange {
-                    start: seq,
-                    end: seq + 1,
-                    touched: t,
-                });
+                self.ooo.push(OooRange { start: seq, end: seq + 1, touched: t });
             }
         }
     }
@@ -282,13 +278,7 @@ impl TcpReceiver {
             for (slot, &(_, i)) in order.iter().take(n).enumerate() {
                 let r = self.ooo[i];
                 let len = (r.end - r.start).min(u16::MAX as u64) as u16;
-                p.set_sack_block(
-                    slot,
-                    SackBlock {
-                        start_off: (r.start - self.rcv_nxt) as u32,
-                        len,
-                    },
-                );
+                p.set_sack_block(slot, SackBlock { start_off: (r.start - self.rcv_nxt) as u32, len });
             }
         }
         p.size_bytes = ack_size_bytes(self.header_bytes, n);
@@ -327,10 +317,7 @@ mod tests {
         r.on_packet(1, &data(1, Ecn::NotEct), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].seq, 2);
-        assert_eq!(
-            out[0].ts_ns, 1000,
-            "TSecr echoes the older segment of the pair"
-        );
+        assert_eq!(out[0].ts_ns, 1000, "TSecr echoes the older segment of the pair");
         r.on_packet(2, &data(2, Ecn::NotEct), &mut out);
         r.on_timer(40_000_002, &mut out);
         assert_eq!(out.len(), 2);
@@ -347,20 +334,8 @@ mod tests {
         r.on_packet(0, &data(3, Ecn::NotEct), &mut out); // extends block [2,3)
         let last = out.last().unwrap();
         assert_eq!(last.seq, 1);
-        assert_eq!(
-            last.sack_block(0),
-            SackBlock {
-                start_off: 1,
-                len: 2
-            }
-        ); // [2,4)
-        assert_eq!(
-            last.sack_block(1),
-            SackBlock {
-                start_off: 4,
-                len: 1
-            }
-        ); // [5,6)
+        assert_eq!(last.sack_block(0), SackBlock { start_off: 1, len: 2 }); // [2,4)
+        assert_eq!(last.sack_block(1), SackBlock { start_off: 4, len: 1 }); // [5,6)
         assert_eq!(last.size_bytes, ack_size_bytes(52, 2));
         // Filling the hole is acked at once and pulls in the first block.
         r.on_packet(0, &data(1, Ecn::NotEct), &mut out);
@@ -391,9 +366,6 @@ mod tests {
         assert_eq!((out[0].seq, out[0].has_flag(flags::ECE)), (1, false));
         r.on_packet(0, &data(2, Ecn::Ce), &mut out); // second CE segment: delayed ACK fires
         assert_eq!(out.len(), 2);
-        assert_eq!(
-            (out[1].seq, out[1].has_flag(flags::ECE), out[1].aux),
-            (3, true, 2)
-        );
+        assert_eq!((out[1].seq, out[1].has_flag(flags::ECE), out[1].aux), (3, true, 2));
     }
 }

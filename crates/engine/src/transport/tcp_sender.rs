@@ -105,10 +105,7 @@ pub struct TcpSender {
 impl TcpSender {
     pub fn new(spec: SenderSpec, cfg: &TcpConfig) -> Self {
         let mss = cfg.mss_bytes();
-        let rate = spec
-            .cc
-            .wants_rate_samples()
-            .then(|| Box::new(RateSampler::new()));
+        let rate = spec.cc.wants_rate_samples().then(|| Box::new(RateSampler::new()));
         TcpSender {
             flow: spec.flow,
             cc: spec.cc,
@@ -125,9 +122,7 @@ impl TcpSender {
             total_segs: spec.total_bytes.map(|b| segments_for(b, mss)),
             start_ns: spec.start_ns,
             stop_ns: spec.stop_ns,
-            rwnd_segs: cfg.rwnd_bytes.map_or(u32::MAX, |b| {
-                (b / mss as u64).clamp(1, u32::MAX as u64) as u32
-            }),
+            rwnd_segs: cfg.rwnd_bytes.map_or(u32::MAX, |b| (b / mss as u64).clamp(1, u32::MAX as u64) as u32),
             in_recovery: false,
             in_rto_recovery: false,
             recovery_point: 0,
@@ -250,21 +245,13 @@ impl TcpSender {
         if self.state != SenderState::SynSent {
             return;
         }
-        self.feedback = match (
-            self.ecn.feedback(),
-            pkt.has_flag(flags::ECE),
-            pkt.has_flag(flags::AE),
-        ) {
+        self.feedback = match (self.ecn.feedback(), pkt.has_flag(flags::ECE), pkt.has_flag(flags::AE)) {
             (Feedback::None, _, _) | (_, false, _) => Feedback::None,
             (Feedback::Accurate, true, true) => Feedback::Accurate,
             // A classic-only peer: fall back to RFC 3168 feedback.
             (_, true, _) => Feedback::Classic,
         };
-        self.data_ecn = if self.feedback == Feedback::None {
-            Ecn::NotEct
-        } else {
-            self.ecn.codepoint()
-        };
+        self.data_ecn = if self.feedback == Feedback::None { Ecn::NotEct } else { self.ecn.codepoint() };
         // The SYN-ACK echoes the SYN's timestamp: a valid RTT sample (RFC 7323).
         self.rtt.on_sample(now_ns.saturating_sub(pkt.ts_ns));
         self.backoff = 0;
@@ -472,11 +459,7 @@ impl TcpSender {
             return None;
         }
         let cwnd = self.cc.cwnd();
-        let ratio = if cwnd < self.cc.ssthresh() / 2 {
-            self.pacing_ss_ratio
-        } else {
-            self.pacing_ca_ratio
-        };
+        let ratio = if cwnd < self.cc.ssthresh() / 2 { self.pacing_ss_ratio } else { self.pacing_ca_ratio };
         let bits = cwnd as f64 * (self.mss + self.header_bytes) as f64 * 8.0;
         Some(((ratio * bits * NS_PER_SEC as f64 / self.rtt.srtt_ns().max(1) as f64) as u64).max(1))
     }
@@ -509,8 +492,7 @@ impl TcpSender {
             };
             let size = self.send_segment(now_ns, seq, retx, out);
             if let Some(rate) = pacing_rate {
-                self.pacing_next_ns =
-                    self.pacing_next_ns.max(now_ns) + tx_time_ns(size as u64, rate);
+                self.pacing_next_ns = self.pacing_next_ns.max(now_ns) + tx_time_ns(size as u64, rate);
             }
         }
         if self.rto_deadline_ns.is_none() && self.sb.outstanding() > 0 {
@@ -528,21 +510,14 @@ impl TcpSender {
         p.enq_ns = now_ns;
         // RFC 3168 §6.1.5: classic retransmissions are Not-ECT. Accurate-ECN
         // (L4S) senders keep ECT so the packet stays in its queue (RFC 9331 §4.1).
-        p.ecn = if retx && self.feedback == Feedback::Classic {
-            Ecn::NotEct
-        } else {
-            self.data_ecn
-        };
+        p.ecn = if retx && self.feedback == Feedback::Classic { Ecn::NotEct } else { self.data_ecn };
         if retx {
             p.flags |= flags::RETX;
         } else if self.cwr_pending {
             p.flags |= flags::CWR;
             self.cwr_pending = false;
         }
-        let st = SegState {
-            tx_ns: now_ns,
-            flags: 0,
-        };
+        let st = SegState { tx_ns: now_ns, flags: 0 };
         if let Some(r) = &mut self.rate {
             r.on_send(seq, now_ns, self.sb.pipe());
         }

@@ -23,26 +23,8 @@ pub struct CbrSource {
 }
 
 impl CbrSource {
-    pub fn new(
-        flow: u32,
-        rate_bps: u64,
-        size_bytes: u32,
-        ecn: Ecn,
-        start_ns: u64,
-        stop_ns: Option<u64>,
-    ) -> Self {
-        CbrSource {
-            flow,
-            rate_bps,
-            size_bytes,
-            ecn,
-            next_ns: start_ns,
-            stop_ns,
-            seq: 0,
-            carry_ns_x_rate: 0,
-            bytes_sent: 0,
-            pkts_sent: 0,
-        }
+    pub fn new(flow: u32, rate_bps: u64, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>) -> Self {
+        CbrSource { flow, rate_bps, size_bytes, ecn, next_ns: start_ns, stop_ns, seq: 0, carry_ns_x_rate: 0, bytes_sent: 0, pkts_sent: 0 }
     }
 
     pub fn rate_bps(&self) -> u64 {
@@ -58,14 +40,7 @@ impl CbrSource {
 
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
         while self.next_ns <= now_ns && self.stop_ns.is_none_or(|s| self.next_ns < s) {
-            out.push(Packet::datagram(
-                self.flow,
-                self.size_bytes,
-                self.seq,
-                self.next_ns,
-                now_ns,
-                self.ecn,
-            ));
+            out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
             self.seq += 1;
             self.pkts_sent += 1;
             self.bytes_sent += self.size_bytes as u64;

@@ -22,13 +22,7 @@ pub fn goodput(r: &Results, i: usize) -> f64 {
 }
 
 pub fn queue(r: &Results, name: &str) -> Value {
-    r.summary()["queues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|q| q["name"] == name)
-        .expect("queue")
-        .clone()
+    r.summary()["queues"].as_array().unwrap().iter().find(|q| q["name"] == name).expect("queue").clone()
 }
 
 /// Time-weighted values of a flow's column from flow_ts after `from_ns`.
@@ -37,10 +31,7 @@ pub fn flow_series(r: &Results, flow: u64, col: &str, from_ns: u64) -> Vec<f64> 
     let ts = t.f64s("t_ns");
     let fl = t.f64s("flow");
     let v = t.f64s(col);
-    (0..ts.len())
-        .filter(|&i| fl[i] as u64 == flow && ts[i] as u64 >= from_ns)
-        .map(|i| v[i])
-        .collect()
+    (0..ts.len()).filter(|&i| fl[i] as u64 == flow && ts[i] as u64 >= from_ns).map(|i| v[i]).collect()
 }
 
 pub fn mean(v: &[f64]) -> f64 {
