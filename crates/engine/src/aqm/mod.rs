@@ -327,6 +327,30 @@ macro_rules! dispatch {
     };
 }
 
+impl AnyQdisc {
+    /// An arrival under departure lookahead: classify, count the arrival,
+    /// then [`Qdisc::admit`], with one dispatch on the discipline instead of
+    /// one per call (this runs for every packet through such a queue).
+    #[inline]
+    pub fn classify_and_admit(
+        &mut self,
+        pkt: &mut Packet,
+        backlog_pkts: usize,
+        backlog_bytes: u64,
+        ctx: &mut QdiscCtx,
+    ) -> bool {
+        #[inline(always)]
+        fn each<Q: Qdisc>(q: &mut Q, pkt: &mut Packet, pkts: usize, bytes: u64, ctx: &mut QdiscCtx) -> bool {
+            pkt.subq = q.classify(pkt);
+            let c = &mut ctx.counters[pkt.subq as usize];
+            c.arrived_pkts += 1;
+            c.arrived_bytes += pkt.size_bytes as u64;
+            q.admit(pkt, pkts, bytes, ctx)
+        }
+        dispatch!(self, q => each(q, pkt, backlog_pkts, backlog_bytes, ctx))
+    }
+}
+
 impl Qdisc for AnyQdisc {
     #[inline]
     fn classify(&self, pkt: &Packet) -> u8 {

@@ -254,13 +254,9 @@ impl QueueSlot {
     ) -> Option<u64> {
         debug_assert!(self.departure_lookahead);
         self.start_due(now_ns);
-        pkt.subq = self.qdisc.classify(pkt);
         pkt.enq_ns = now_ns;
-        let c = &mut self.counters[pkt.subq as usize];
-        c.arrived_pkts += 1;
-        c.arrived_bytes += pkt.size_bytes as u64;
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
-        if !self.qdisc.admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
+        if !self.qdisc.classify_and_admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
             return None;
         }
         // Transmissions run back to back in arrival order, so this packet
