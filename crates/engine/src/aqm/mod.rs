@@ -327,27 +327,34 @@ macro_rules! dispatch {
     };
 }
 
+/// Put an arriving packet in its sub-queue and count the arrival there.
+#[inline(always)]
+fn classify_and_count<Q: Qdisc>(q: &Q, pkt: &mut Packet, ctx: &mut QdiscCtx) {
+    pkt.subq = q.classify(pkt);
+    let c = &mut ctx.counters[pkt.subq as usize];
+    c.arrived_pkts += 1;
+    c.arrived_bytes += pkt.size_bytes as u64;
+}
+
+/// The per-packet arrival paths, each with one dispatch on the discipline
+/// (classifying and then enqueueing through the enum would dispatch twice).
 impl AnyQdisc {
-    /// An arrival under departure lookahead: classify, count the arrival,
-    /// then [`Qdisc::admit`], with one dispatch on the discipline instead of
-    /// one per call (this runs for every packet through such a queue).
+    /// Classify, count the arrival, enqueue.
     #[inline]
-    pub fn classify_and_admit(
-        &mut self,
-        pkt: &mut Packet,
-        backlog_pkts: usize,
-        backlog_bytes: u64,
-        ctx: &mut QdiscCtx,
-    ) -> bool {
-        #[inline(always)]
-        fn each<Q: Qdisc>(q: &mut Q, pkt: &mut Packet, pkts: usize, bytes: u64, ctx: &mut QdiscCtx) -> bool {
-            pkt.subq = q.classify(pkt);
-            let c = &mut ctx.counters[pkt.subq as usize];
-            c.arrived_pkts += 1;
-            c.arrived_bytes += pkt.size_bytes as u64;
-            q.admit(pkt, pkts, bytes, ctx)
-        }
-        dispatch!(self, q => each(q, pkt, backlog_pkts, backlog_bytes, ctx))
+    pub fn classify_and_enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+        dispatch!(self, q => {
+            classify_and_count(q, &mut pkt, ctx);
+            q.enqueue(pkt, ctx)
+        })
+    }
+
+    /// Classify, count the arrival, then [`Qdisc::admit`] (departure lookahead).
+    #[inline]
+    pub fn classify_and_admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
+        dispatch!(self, q => {
+            classify_and_count(q, pkt, ctx);
+            q.admit(pkt, backlog_pkts, backlog_bytes, ctx)
+        })
     }
 }
 

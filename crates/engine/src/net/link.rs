@@ -179,13 +179,9 @@ impl QueueSlot {
     /// idle and should start.
     #[inline]
     pub fn arrive(&mut self, now_ns: u64, mut pkt: Packet, flow_counters: &mut [FlowQueueCounters]) -> bool {
-        pkt.subq = self.qdisc.classify(&pkt);
         pkt.enq_ns = now_ns;
-        let c = &mut self.counters[pkt.subq as usize];
-        c.arrived_pkts += 1;
-        c.arrived_bytes += pkt.size_bytes as u64;
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
-        self.qdisc.enqueue(pkt, &mut ctx);
+        self.qdisc.classify_and_enqueue(pkt, &mut ctx);
         self.in_tx.is_none()
     }
 
