@@ -288,13 +288,15 @@ impl Timers {
                 self.pull_overflow();
                 continue;
             }
-            let mut bucket = std::mem::take(&mut self.ring[self.cursor]);
-            self.in_ring -= bucket.len();
-            for e in bucket.drain(..) {
-                self.near.push(e);
-            }
-            if self.spare.len() < SPARE_BUCKETS && bucket.capacity() <= SPARE_MAX_ENTRIES {
-                self.spare.push(bucket);
+            if !self.ring[self.cursor].is_empty() {
+                let mut bucket = std::mem::take(&mut self.ring[self.cursor]);
+                self.in_ring -= bucket.len();
+                for e in bucket.drain(..) {
+                    self.near.push(e);
+                }
+                if self.spare.len() < SPARE_BUCKETS && bucket.capacity() <= SPARE_MAX_ENTRIES {
+                    self.spare.push(bucket);
+                }
             }
             self.horizon_ns += 1 << BUCKET_SHIFT;
             self.cursor = (self.cursor + 1) % BUCKETS;
@@ -304,7 +306,7 @@ impl Timers {
 
     /// Move overflow timers that the ring now reaches into it.
     fn pull_overflow(&mut self) {
-        let reach_ns = self.horizon_ns + ((BUCKETS as u64) << BUCKET_SHIFT);
+        let reach_ns = self.horizon_ns.saturating_add((BUCKETS as u64) << BUCKET_SHIFT);
         loop {
             self.overflow.settle();
             if self.overflow.v.is_empty() || self.overflow.top().time_ns >= reach_ns {
