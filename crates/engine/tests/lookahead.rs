@@ -171,7 +171,6 @@ fn departure_lookahead_gives_identical_results_through_queues_in_series() {
     let (a, b) = both(s);
     assert_same(&a, &b);
     let (fast, slow) = (tx_done_events(&a), tx_done_events(&b));
-    eprintln!("end-of-transmission events {fast} vs {slow}");
     // Only x -> d keeps its events; the reverse links are FIFOs that depart on arrival.
     assert!(fast > 0 && fast < slow / 2, "end-of-transmission events {fast} (lookahead) vs {slow}");
 }
