@@ -345,7 +345,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
         out_c, _ = _consoles()
         from rich.table import Table
 
-        for kind, title in (("aqm", "AQMs (\\[bottleneck] aqm, params)"), ("cc", "Congestion controls (\\[\\[flows]] cc, params)")):
+        for kind, title in (("aqm", "AQMs (\\[bottleneck] aqm, params)"), ("cc", "Congestion controls and rate-based sources (\\[\\[flows]] cc, params)")):
             t = Table(title=title, title_justify="left")
             t.add_column("name")
             t.add_column("summary")
@@ -356,7 +356,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
                     d += f"; default ecn={e['default_ecn']}"
                 t.add_row(name, e["summary"], d)
             out_c.print(t)
-        out_c.print(f"ECN settings: {', '.join(reg['ecn'])}; a flow's cc may also be 'udp' (constant bit rate)")
+        out_c.print(f"ECN settings: {', '.join(reg['ecn'])}")
     return EXIT_OK
 
 
@@ -370,13 +370,14 @@ def registry_markdown(reg: dict[str, Any]) -> str:
             shown = "–" if k == "–" else f"`{json.dumps(v)}`"
             lines.append(f"| {'`' + name + '`' if first else ''} | {e['summary'] if first else ''} | "
                          f"{'`' + k + '`' if k != '–' else '–'} | {shown} |")  # fmt: skip
-    lines += ["", "### Congestion controls (`cc`, `params`)", "", "| cc | summary | default `ecn` | parameter | default |",
+    lines += ["", "### Congestion controls and rate-based sources (`cc`, `params`)", "", "| cc | summary | default `ecn` | parameter | default |",
               "|---|---|---|---|---|"]  # fmt: skip
     for name, e in reg["cc"].items():
-        for i, (k, v) in enumerate(e["defaults"].items()):
+        items = [(f"`{k}`", f"`{json.dumps(v)}`") for k, v in e["defaults"].items()] or [("–", "–")]
+        for i, (k, v) in enumerate(items):
             first = i == 0
             lines.append(f"| {'`' + name + '`' if first else ''} | {e['summary'] if first else ''} | "
-                         f"{'`' + e['default_ecn'] + '`' if first else ''} | `{k}` | `{json.dumps(v)}` |")  # fmt: skip
+                         f"{'`' + e['default_ecn'] + '`' if first else ''} | {k} | {v} |")  # fmt: skip
     lines += ["", f"ECN settings (`ecn`): {', '.join('`' + x + '`' for x in reg['ecn'])}.", ""]
     return "\n".join(lines)
 

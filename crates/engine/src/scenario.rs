@@ -11,7 +11,7 @@ use crate::sim::units::{
     serde_buffer, serde_duration, serde_opt_duration, serde_opt_rate, serde_opt_size, serde_per_second, serde_rate,
     BufferSpec,
 };
-use crate::transport::{EcnSetting, TcpConfig};
+use crate::transport::{rate_source, EcnSetting, TcpConfig};
 use crate::{aqm, cc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -360,19 +360,16 @@ pub fn join_path(prefix: &str, msg: &str) -> String {
     }
 }
 
-/// Sources that send at a set rate rather than under a congestion window:
-/// constant bit rate (`udp`) and the QCN rate limiter (`qcn`). They take a
-/// `rate` and a `packet_size`, and run from start to stop.
-pub const RATE_BASED_SOURCES: [&str; 2] = ["udp", "qcn"];
-
+/// Sources that send at a set rate rather than under a congestion window
+/// (see [`rate_source`]).
 pub fn is_rate_based(cc_name: &str) -> bool {
-    RATE_BASED_SOURCES.contains(&cc_name)
+    rate_source::lookup(cc_name).is_some()
 }
 
 /// Everything a scenario can name, with its summary and default parameters:
 /// `{"aqm": {name: {summary, defaults}}, "cc": {name: {summary, defaults,
 /// default_ecn}}, "ecn": [...]}`. The `cc` table lists the congestion
-/// controls and the `qcn` source (`udp` takes no parameters). AQM defaults
+/// controls, then the rate-based sources (`udp`, `qcn`). AQM defaults
 /// that depend on the link are shown for 100 Mbit/s and 1500-byte packets.
 pub fn registry() -> Result<Value, String> {
     let env = aqm::QdiscEnv { link_rate_bps: 100_000_000, mtu_bytes: 1500, limit: aqm::QueueLimit { pkts: Some(1000), bytes: None } };
@@ -386,15 +383,17 @@ pub fn registry() -> Result<Value, String> {
         let (_, defaults) = (e.build)(&Value::Null)?;
         ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
     }
-    let (summary, defaults) = crate::transport::qcn_rp::registry_entry();
-    ccs.insert("qcn".into(), serde_json::json!({"summary": summary, "defaults": defaults, "default_ecn": "off"}));
+    for e in rate_source::REGISTRY {
+        let defaults = (e.normalize)(&Value::Null)?;
+        ccs.insert(e.name.into(), serde_json::json!({"summary": e.summary, "defaults": defaults, "default_ecn": e.default_ecn}));
+    }
     Ok(serde_json::json!({"aqm": aqms, "cc": ccs, "ecn": EcnSetting::NAMES}))
 }
 
 /// Names a flow's `cc` may take.
 pub fn flow_cc_names() -> Vec<&'static str> {
     let mut v = cc::cc_names();
-    v.extend(RATE_BASED_SOURCES);
+    v.extend(rate_source::names());
     v
 }
 
@@ -402,7 +401,10 @@ pub fn flow_cc_names() -> Vec<&'static str> {
 pub fn resolve_ecn(path: &str, cc_name: &str, ecn: Option<&str>) -> Result<EcnSetting, String> {
     let name = match ecn {
         Some(e) => e,
-        None => cc::lookup(cc_name).map_or("off", |e| e.default_ecn),
+        None => match rate_source::lookup(cc_name) {
+            Some(e) => e.default_ecn,
+            None => cc::lookup(cc_name).map_or("off", |e| e.default_ecn),
+        },
     };
     EcnSetting::parse(name).ok_or_else(|| format!("{path}.ecn: {}", unknown_choice("ECN setting", name, &EcnSetting::NAMES)))
 }
@@ -449,20 +451,14 @@ fn check_endpoint(
             }
         }
     }
-    if cc_name == "udp" {
-        if !params.is_null() && params.as_object().is_some_and(|o| !o.is_empty()) {
-            return Err(format!("{path}.params: udp takes no parameters"));
-        }
-        return Ok(Value::Null);
-    }
     if !(params.is_null() || params.is_object()) {
         return Err(format!("{path}.params: must be a table of parameter overrides"));
     }
-    if cc_name == "qcn" {
-        return crate::transport::qcn_rp::normalize_params(params).map_err(|m| join_path(&format!("{path}.params"), &m));
-    }
-    let e = cc::lookup(cc_name).expect("checked above");
-    (e.build)(params).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m))
+    let normalized = match rate_source::lookup(cc_name) {
+        Some(e) => (e.normalize)(params),
+        None => (cc::lookup(cc_name).expect("checked above").build)(params).map(|(_, p)| p),
+    };
+    normalized.map_err(|m| join_path(&format!("{path}.params"), &m))
 }
 
 impl TopologySpec {
@@ -572,7 +568,8 @@ impl Scenario {
                 }
             } else {
                 if f.rate_bps.is_some() {
-                    return Err(format!("{p}.rate: only udp and qcn flows have a rate"));
+                    let rated: Vec<&str> = rate_source::names().collect();
+                    return Err(format!("{p}.rate: only {} flows have a rate", rated.join(" and ")));
                 }
                 if f.packet_size_bytes.is_some() {
                     return Err(format!("{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"));
@@ -745,7 +742,7 @@ mod tests {
     #[test]
     fn the_registry_lists_every_name_a_scenario_accepts_with_defaults_that_validate() {
         let reg = registry().unwrap();
-        let listed: Vec<&str> = reg["cc"].as_object().unwrap().keys().map(String::as_str).chain(["udp"]).collect();
+        let listed: Vec<&str> = reg["cc"].as_object().unwrap().keys().map(String::as_str).collect();
         let mut accepted = flow_cc_names();
         accepted.sort_unstable();
         let mut listed_sorted = listed.clone();

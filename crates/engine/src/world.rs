@@ -20,6 +20,7 @@ use crate::sim::prefetch::prefetch;
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::scheduler::{Event, EventQueue};
 use crate::transport::qcn_rp::QcnSource;
+use crate::transport::rate_source::{self, RateSourceSpec};
 use crate::transport::tcp_receiver::TcpReceiver;
 use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
 use crate::transport::udp::{CbrSource, DatagramSink};
@@ -337,14 +338,19 @@ impl World {
         let fwd_route = self.routes.intern(fwd);
         let rev_route = self.routes.intern(rev);
         let (source, sink) = match rate_based {
-            Some((rate, size)) if info.cc.as_ref() == "qcn" => (
-                Source::Qcn(QcnSource::build(id, rate, size, &info, params, self.seed)?),
-                Sink::Datagram(DatagramSink::default()),
-            ),
-            Some((rate, size)) => (
-                Source::Cbr(CbrSource::new(id, rate, size, info.ecn.codepoint(), info.start_ns, info.stop_ns)),
-                Sink::Datagram(DatagramSink::default()),
-            ),
+            Some((rate_bps, packet_size_bytes)) => {
+                let entry = rate_source::lookup(&info.cc).ok_or_else(|| format!("'{}' is not a rate-based source", info.cc))?;
+                let spec = RateSourceSpec {
+                    flow: id,
+                    rate_bps,
+                    packet_size_bytes,
+                    ecn: info.ecn.codepoint(),
+                    start_ns: info.start_ns,
+                    stop_ns: info.stop_ns,
+                    seed: self.seed,
+                };
+                ((entry.build)(&spec, params)?, Sink::Datagram(DatagramSink::default()))
+            }
             None => {
                 let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
                 let (mut controller, _) = (entry.build)(params)?;

@@ -6,6 +6,7 @@
 
 pub mod rate;
 pub mod qcn_rp;
+pub mod rate_source;
 pub mod rtt;
 pub mod scoreboard;
 pub mod tcp_receiver;

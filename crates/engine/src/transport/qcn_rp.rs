@@ -23,6 +23,7 @@
 //! min(cycles) − 5). When CR reaches the line rate the limiter is released.
 //! docs/algorithms/qcn.md lists the choices and what could not be verified.
 
+use super::rate_source::RateSourceSpec;
 use crate::net::packet::{Ecn, Packet};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::units::{serde_duration, serde_rate, serde_size};
@@ -332,11 +333,6 @@ impl ReactionPoint {
 /// Stream-index bit that separates a flow's RP stream from its start-jitter stream.
 const RP_STREAM: u64 = 1 << 40;
 
-/// Registry entry for the Python front: summary and default parameters.
-pub fn registry_entry() -> (&'static str, serde_json::Value) {
-    ("QCN rate-limited source, IEEE 802.1Qau reaction point (+ Fb-hat)", crate::aqm::to_value(&QcnRpConfig::default()))
-}
-
 /// Validate and normalise a `cc = "qcn"` flow group's `params`.
 pub fn normalize_params(params: &serde_json::Value) -> Result<serde_json::Value, String> {
     let cfg: QcnRpConfig = crate::aqm::parse_params(params)?;
@@ -368,22 +364,14 @@ impl QcnSource {
         QcnSource { flow, size_bytes, ecn, next_ns: start_ns, last_tx_ns: None, stop_ns, seq: 0, carry: 0, rp, bytes_sent: 0, pkts_sent: 0 }
     }
 
-    /// The source of flow `id` (a `cc = "qcn"` group): `line_rate_bps` is
-    /// the group's `rate`, `params` its normalised RP parameters. The RP draws
-    /// from its own stream, apart from the flow's start-jitter draw.
-    pub fn build(
-        id: u32,
-        line_rate_bps: u64,
-        size_bytes: u32,
-        info: &crate::world::FlowInfo,
-        params: &serde_json::Value,
-        seed: u64,
-    ) -> Result<Self, String> {
+    /// The source of a `cc = "qcn"` flow: the spec's rate is its line
+    /// rate, `params` its normalised RP parameters. The RP draws from its own
+    /// stream, apart from the flow's start-jitter draw.
+    pub fn build(s: &RateSourceSpec, params: &serde_json::Value) -> Result<Self, String> {
         let cfg: QcnRpConfig = crate::aqm::parse_params(params)?;
-        cfg.validate()?;
-        let rng = SimRng::derive(seed, Domain::Flow, RP_STREAM | id as u64);
-        let rp = ReactionPoint::new(cfg, line_rate_bps, rng);
-        Ok(QcnSource::new(id, size_bytes, info.ecn.codepoint(), info.start_ns, info.stop_ns, rp))
+        let rng = SimRng::derive(s.seed, Domain::Flow, RP_STREAM | s.flow as u64);
+        let rp = ReactionPoint::new(cfg, s.rate_bps, rng);
+        Ok(QcnSource::new(s.flow, s.packet_size_bytes, s.ecn, s.start_ns, s.stop_ns, rp))
     }
 
     /// Internal state worth plotting (owner `flowN` in the probes table).
