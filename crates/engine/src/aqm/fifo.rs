@@ -1,7 +1,7 @@
 //! Tail-drop FIFO, and [`PacketQueue`], the byte-counting ring buffer every
 //! discipline stores its packets in.
 
-use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use super::{DecidesOnArrival, DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
 use crate::net::packet::Packet;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -76,16 +76,7 @@ impl Fifo {
     }
 }
 
-impl Qdisc for Fifo {
-    #[inline]
-    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
-        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
-            self.q.push(pkt);
-        }
-    }
-    fn decides_on_arrival(&self) -> bool {
-        true
-    }
+impl DecidesOnArrival for Fifo {
     #[inline]
     fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
@@ -93,6 +84,15 @@ impl Qdisc for Fifo {
             false
         } else {
             true
+        }
+    }
+}
+
+impl Qdisc for Fifo {
+    #[inline]
+    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(pkt);
         }
     }
     #[inline]

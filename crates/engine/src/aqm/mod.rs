@@ -251,21 +251,6 @@ pub trait Qdisc {
             0
         }
     }
-    /// True for a discipline that decides each packet's fate on arrival,
-    /// from the backlog it finds alone, and serves in arrival order (nothing
-    /// at dequeue, no timer, no feedback). Its packets' departure times are
-    /// then known on arrival, and the engine may call [`Qdisc::admit`] and
-    /// keep the backlog itself (departure lookahead, see `net::link`).
-    fn decides_on_arrival(&self) -> bool {
-        false
-    }
-    /// The arrival decision alone, for a discipline that
-    /// [`decides_on_arrival`](Qdisc::decides_on_arrival), given the backlog
-    /// the caller keeps: true if accepted (`pkt` perhaps marked), false if
-    /// dropped (reported through `ctx`). The discipline stores nothing.
-    fn admit(&mut self, _pkt: &mut Packet, _backlog_pkts: usize, _backlog_bytes: u64, _ctx: &mut QdiscCtx) -> bool {
-        unreachable!("admit is only called on disciplines that decide on arrival")
-    }
     /// When the periodic update (PIE, PI2, ARED, ...) next wants to run.
     fn next_timer_ns(&self) -> Option<u64> {
         None
@@ -277,6 +262,18 @@ pub trait Qdisc {
     }
     /// Current values, in the order of `probe_names`.
     fn probe(&self, _out: &mut [f64]) {}
+}
+
+/// A discipline that decides each packet's fate on arrival, from the
+/// backlog it finds alone, and serves in arrival order (nothing at dequeue,
+/// no timer, no feedback). Its packets' departure times are then known on
+/// arrival, so the engine may keep the backlog itself and only ask for the
+/// decision (departure lookahead, see `net::link`).
+pub trait DecidesOnArrival: Qdisc {
+    /// The arrival decision alone, given the backlog the caller keeps: true
+    /// if accepted (`pkt` perhaps marked), false if dropped (reported
+    /// through `ctx`). The discipline stores nothing.
+    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool;
 }
 
 /// Deserialise an algorithm's parameters (strict: unknown keys are errors)
@@ -348,13 +345,31 @@ impl AnyQdisc {
         })
     }
 
-    /// Classify, count the arrival, then [`Qdisc::admit`] (departure lookahead).
+    /// Whether this discipline, as configured, [decides on
+    /// arrival](DecidesOnArrival): the disciplines listed here are exactly
+    /// those that [`classify_and_admit`](AnyQdisc::classify_and_admit) serves.
+    pub fn decides_on_arrival(&self) -> bool {
+        match self {
+            AnyQdisc::Fifo(_) => true,
+            AnyQdisc::Step(q) => q.decides_on_arrival(),
+            _ => false,
+        }
+    }
+
+    /// Classify, count the arrival, then [`DecidesOnArrival::admit`]
+    /// (departure lookahead, enabled only where `decides_on_arrival` holds).
     #[inline]
     pub fn classify_and_admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
-        dispatch!(self, q => {
+        #[inline(always)]
+        fn admit<Q: DecidesOnArrival>(q: &mut Q, pkt: &mut Packet, pkts: usize, bytes: u64, ctx: &mut QdiscCtx) -> bool {
             classify_and_count(q, pkt, ctx);
-            q.admit(pkt, backlog_pkts, backlog_bytes, ctx)
-        })
+            q.admit(pkt, pkts, bytes, ctx)
+        }
+        match self {
+            AnyQdisc::Fifo(q) => admit(q, pkt, backlog_pkts, backlog_bytes, ctx),
+            AnyQdisc::Step(q) => admit(q, pkt, backlog_pkts, backlog_bytes, ctx),
+            _ => unreachable!("departure lookahead on a discipline that does not decide on arrival"),
+        }
     }
 }
 
@@ -384,13 +399,6 @@ impl Qdisc for AnyQdisc {
     }
     fn subqueue_len_pkts(&self, sub: usize) -> usize {
         dispatch!(self, q => q.subqueue_len_pkts(sub))
-    }
-    fn decides_on_arrival(&self) -> bool {
-        dispatch!(self, q => q.decides_on_arrival())
-    }
-    #[inline]
-    fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
-        dispatch!(self, q => q.admit(pkt, backlog_pkts, backlog_bytes, ctx))
     }
     #[inline]
     fn next_timer_ns(&self) -> Option<u64> {
@@ -568,5 +576,44 @@ pub(crate) mod testing {
             mtu_bytes: 1500,
             limit: QueueLimit { pkts: Some(limit_pkts), bytes: None },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{data, env, Harness};
+    use super::*;
+    use crate::net::packet::Ecn;
+
+    /// Departure lookahead trusts `decides_on_arrival`: every discipline it
+    /// names must be served by `classify_and_admit` (which would panic), and
+    /// decide as its own `enqueue` does, given the same backlog.
+    #[test]
+    fn every_discipline_that_decides_on_arrival_admits_as_it_enqueues() {
+        let mut deciders = vec![];
+        for e in REGISTRY {
+            for params in [serde_json::Value::Null, serde_json::json!({"threshold": "2pkt"})] {
+                let Ok((q, _)) = (e.build)(&params, &env(10_000_000, 3)) else { continue };
+                if !q.decides_on_arrival() {
+                    continue;
+                }
+                deciders.push(e.name);
+                let (mut ahead, mut queued) = (Harness::new(q.clone()), Harness::new(q));
+                let mut backlog = 0;
+                for _ in 0..5 {
+                    let mut p = data(1, Ecn::Ect1);
+                    let (q, mut ctx) = ahead.ctx(0);
+                    backlog += usize::from(q.classify_and_admit(&mut p, backlog, backlog as u64 * 1500, &mut ctx));
+                    let (q, mut ctx) = queued.ctx(0);
+                    q.classify_and_enqueue(data(1, Ecn::Ect1), &mut ctx);
+                }
+                let (a, b) = (&ahead.counters[0], &queued.counters[0]);
+                assert_eq!((backlog, a.arrived_pkts, a.drops(), a.marks()), (queued.q.len_pkts(), b.arrived_pkts, b.drops(), b.marks()), "{} {params}", e.name);
+                assert!(a.drops() > 0, "{} {params}: the limit of 3 packets was never reached", e.name);
+                assert_eq!(a.marks() > 0, !params.is_null(), "{} {params}: marks only above K = 2", e.name);
+            }
+        }
+        deciders.dedup();
+        assert_eq!(deciders, ["fifo", "step"]);
     }
 }

@@ -8,7 +8,7 @@
 //! as the native L4S step of Linux DualPI2 does.
 
 use super::fifo::{initial_capacity, PacketQueue};
-use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use super::{DecidesOnArrival, DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
 use crate::net::packet::Packet;
 use crate::sim::units::{serde_buffer, BufferSpec};
 use serde::{Deserialize, Serialize};
@@ -63,20 +63,15 @@ impl Step {
     }
 }
 
-impl Qdisc for Step {
-    #[inline]
-    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
-        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
-            self.q.push(pkt);
-        }
-    }
-
+impl Step {
     /// A packet or byte threshold is checked on arrival only; a time
     /// threshold needs the sojourn at dequeue.
-    fn decides_on_arrival(&self) -> bool {
+    pub fn decides_on_arrival(&self) -> bool {
         !matches!(self.cfg.threshold, BufferSpec::Time(_))
     }
+}
 
+impl DecidesOnArrival for Step {
     #[inline]
     fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool {
         if self.limit.would_overflow(backlog_pkts, backlog_bytes, pkt.size_bytes) {
@@ -89,6 +84,15 @@ impl Qdisc for Step {
             BufferSpec::Time(_) => false,
         };
         !above || self.signal(pkt, ctx)
+    }
+}
+
+impl Qdisc for Step {
+    #[inline]
+    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+        if self.admit(&mut pkt, self.q.len(), self.q.bytes(), ctx) {
+            self.q.push(pkt);
+        }
     }
 
     #[inline]

@@ -7,7 +7,7 @@
 //! conservation invariant, and the warm-up snapshot.
 //!
 //! Departure lookahead: when the discipline decides everything on arrival
-//! and serves in arrival order ([`Qdisc::decides_on_arrival`]), and the
+//! and serves in arrival order ([`crate::aqm::DecidesOnArrival`]), and the
 //! link's rate and loss never change, a packet's transmission start and end
 //! are known the moment it arrives. The slot then hands the packet on at
 //! once, stamped with its departure time, and keeps only a compact record
