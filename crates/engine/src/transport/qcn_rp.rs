@@ -369,6 +369,7 @@ impl QcnSource {
     /// stream, apart from the flow's start-jitter draw.
     pub fn build(s: &RateSourceSpec, params: &serde_json::Value) -> Result<Self, String> {
         let cfg: QcnRpConfig = crate::aqm::parse_params(params)?;
+        cfg.validate()?;
         let rng = SimRng::derive(s.seed, Domain::Flow, RP_STREAM | s.flow as u64);
         let rp = ReactionPoint::new(cfg, s.rate_bps, rng);
         Ok(QcnSource::new(s.flow, s.packet_size_bytes, s.ecn, s.start_ns, s.stop_ns, rp))

@@ -36,7 +36,7 @@ pub struct RateSourceEntry {
     pub build: fn(&RateSourceSpec, &Value) -> Result<Source, String>,
 }
 
-/// Every rate-based source, in the order the registry lists them.
+/// Every rate-based source.
 pub const REGISTRY: &[RateSourceEntry] = &[
     RateSourceEntry {
         name: "udp",
