@@ -166,12 +166,18 @@ impl<'a> QdiscCtx<'a> {
     /// RFC 3168 §7: signal congestion by CE if the packet is ECN-capable,
     /// otherwise by dropping it. Returns the packet if it survives.
     pub fn mark_or_drop(&mut self, mut pkt: Packet, mark: MarkReason, drop: DropReason) -> Option<Packet> {
-        if self.mark(&mut pkt, mark) {
-            Some(pkt)
-        } else {
-            self.drop(pkt, drop);
-            None
+        self.mark_or_drop_in_place(&mut pkt, mark, drop).then_some(pkt)
+    }
+
+    /// [`mark_or_drop`](QdiscCtx::mark_or_drop) for a packet the caller
+    /// keeps (an arrival decision): true if it survives.
+    #[inline]
+    pub fn mark_or_drop_in_place(&mut self, pkt: &mut Packet, mark: MarkReason, drop: DropReason) -> bool {
+        if self.mark(pkt, mark) {
+            return true;
         }
+        self.drop(*pkt, drop);
+        false
     }
 }
 

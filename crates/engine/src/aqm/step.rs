@@ -54,16 +54,14 @@ impl Step {
     /// under `drop_non_ect`).
     #[inline]
     fn signal(&self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
-        if ctx.mark(pkt, MarkReason::Step) || !self.cfg.drop_non_ect {
-            true
+        if self.cfg.drop_non_ect {
+            ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm)
         } else {
-            ctx.drop(*pkt, DropReason::Aqm);
-            false
+            ctx.mark(pkt, MarkReason::Step);
+            true
         }
     }
-}
 
-impl Step {
     /// A packet or byte threshold is checked on arrival only; a time
     /// threshold needs the sojourn at dequeue.
     pub fn decides_on_arrival(&self) -> bool {
