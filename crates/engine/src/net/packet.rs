@@ -76,7 +76,8 @@ pub struct Packet {
     /// Data: sender timestamp (TSval). Ack: the echoed timestamp (TSecr, RFC 7323 §3).
     pub ts_ns: u64,
     /// Time the packet entered its current queue (for sojourn time). A packet
-    /// just emitted by an endpoint carries its departure time here.
+    /// just emitted by an endpoint carries its departure time here, one on a
+    /// delay line the time it reaches the line's end.
     pub enq_ns: u64,
     /// Flow index (both directions of a flow share it).
     pub flow: u32,

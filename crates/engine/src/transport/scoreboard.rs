@@ -112,8 +112,19 @@ impl Scoreboard {
         if ack <= self.una {
             return (0, 0);
         }
-        let mut delivered = 0;
         let acked = (ack - self.una) as u32;
+        if self.sacked == 0 && self.lost == 0 && self.retrans_out == 0 {
+            // Nothing SACKed, lost or retransmitted (so no SACKed ranges):
+            // every acknowledged segment is newly delivered.
+            for (seq, s) in (self.una..ack).zip(self.segs.drain(..acked as usize)) {
+                on_leave(seq, &s);
+            }
+            self.una = ack;
+            self.lost_scan = self.lost_scan.max(ack);
+            self.retx_hint = self.retx_hint.max(ack);
+            return (acked, acked);
+        }
+        let mut delivered = 0;
         for seq in self.una..ack {
             let s = self.segs.pop_front().expect("ack within outstanding");
             if s.flags & SACKED != 0 {
@@ -371,6 +382,24 @@ mod tests {
         assert_eq!((acked, delivered), (7, 4));
         assert_eq!((sb.una(), sb.sacked(), sb.outstanding()), (7, 0, 3));
         assert!(sb.ranges.is_empty());
+        sb.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn cumulative_ack_without_sack_state_delivers_every_segment_in_order() {
+        // The fast path (nothing SACKed, lost or retransmitted).
+        let mut sb = Scoreboard::new();
+        for t in 0..6 {
+            sb.push(SegState { tx_ns: 100 + t, flags: 0 });
+        }
+        let mut left = vec![];
+        assert_eq!(sb.advance_una(4, |seq, st| left.push((seq, st.tx_ns))), (4, 4));
+        assert_eq!(left, vec![(0, 100), (1, 101), (2, 102), (3, 103)]);
+        assert_eq!((sb.una(), sb.outstanding(), sb.pipe(), sb.seg(4).tx_ns), (4, 2, 2, 104));
+        // Loss detection and the retransmission cursor start at the new una.
+        sb.sack(5, 6, |_, _| {});
+        sb.mark_all_lost();
+        assert_eq!(sb.next_retransmit(), Some(4));
         sb.check_invariants().unwrap();
     }
 

@@ -114,6 +114,7 @@ impl TcpReceiver {
     /// in `enq_ns`. The world may call this ahead of real time (the receiver
     /// only feeds a pure-delay path), so a delayed-ACK deadline that falls
     /// before this arrival is served first, at its own time.
+    #[inline]
     pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
         self.on_timer(now_ns, out);
         match pkt.kind {
@@ -124,6 +125,7 @@ impl TcpReceiver {
     }
 
     /// Reply to a (possibly repeated) SYN, accepting ECN if asked and allowed.
+    #[cold]
     fn on_syn(&mut self, now_ns: u64, syn: &Packet, out: &mut Vec<Packet>) {
         let wants_ecn = syn.has_flag(flags::ECE) && syn.has_flag(flags::CWR);
         self.feedback = match (self.accept_ecn && wants_ecn, syn.has_flag(flags::AE)) {
