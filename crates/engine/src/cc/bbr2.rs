@@ -878,7 +878,7 @@ impl CongestionControl for Bbr2 {
     }
 
     fn on_ack(&mut self, ev: &AckEvent) {
-        let Some(rs) = ev.rate else {
+        let Some(&rs) = ev.rate else {
             self.bound_cwnd_for_inflight_model();
             return;
         };
@@ -988,7 +988,7 @@ mod tests {
                 delivered_segs: 2,
                 in_flight_segs: in_flight,
                 cwnd_limited: true,
-                rate: Some(RateSample {
+                rate: Some(&RateSample {
                     delivered_segs: per_rtt,
                     interval_ns: 10 * NS_PER_MS,
                     tx_in_flight_segs: in_flight,

@@ -152,7 +152,7 @@ impl CongestionControl for Dctcp {
 mod tests {
     use super::*;
 
-    fn window_ack(snd_una: u64, snd_nxt: u64, delivered: u32, ce: u32) -> AckEvent {
+    fn window_ack(snd_una: u64, snd_nxt: u64, delivered: u32, ce: u32) -> AckEvent<'static> {
         AckEvent { snd_una, snd_nxt, delivered_segs: delivered, ce_segs: ce, acked_segs: delivered, cwnd_limited: true, ..Default::default() }
     }
 

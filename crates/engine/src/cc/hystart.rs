@@ -153,7 +153,7 @@ impl HyStartPp {
 mod tests {
     use super::*;
 
-    fn ack(una: u64, nxt: u64, rtt_ms: u64) -> AckEvent {
+    fn ack(una: u64, nxt: u64, rtt_ms: u64) -> AckEvent<'static> {
         AckEvent { snd_una: una, snd_nxt: nxt, acked_segs: 1, rtt_ns: Some(rtt_ms * NS_PER_MS), cwnd_limited: true, ..Default::default() }
     }
 

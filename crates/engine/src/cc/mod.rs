@@ -18,7 +18,7 @@ use serde::Serialize;
 
 /// What one ACK told the sender (RFC 9293 + RFC 6675 + ECN feedback).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct AckEvent {
+pub struct AckEvent<'a> {
     pub now_ns: u64,
     /// Segments newly acknowledged cumulatively by this ACK.
     pub acked_segs: u32,
@@ -47,10 +47,12 @@ pub struct AckEvent {
     /// (Linux `tcp_is_cwnd_limited`); growth only counts when it did.
     pub cwnd_limited: bool,
     /// Delivery-rate sample (BBR, RFC 8985-style), when one is available.
-    pub rate: Option<RateSample>,
+    /// Borrowed: most controllers never read it, and an owned sample would
+    /// be copied into every ACK's event.
+    pub rate: Option<&'a RateSample>,
 }
 
-impl AckEvent {
+impl AckEvent<'_> {
     /// Whether this ACK may grow the window: new data acknowledged, the
     /// window (not the application) was the limit, not in loss recovery, and
     /// no ECN-Echo on it (RFC 3168 §6.1.2: "SHOULD NOT increase the

@@ -150,7 +150,7 @@ impl CongestionControl for Reno {
 mod tests {
     use super::*;
 
-    fn ack(acked: u32) -> AckEvent {
+    fn ack(acked: u32) -> AckEvent<'static> {
         AckEvent { acked_segs: acked, delivered_segs: acked, cwnd_limited: true, ..Default::default() }
     }
 

@@ -425,7 +425,7 @@ impl TcpSender {
             in_flight_segs: self.sb.pipe(),
             in_recovery: self.in_recovery || classic_cwr,
             cwnd_limited: self.cwnd_limited,
-            rate: rate_sample,
+            rate: rate_sample.as_ref(),
         };
         self.cc.on_ack(&ev);
 
