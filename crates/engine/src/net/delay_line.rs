@@ -42,18 +42,22 @@ impl DelayLine {
     pub fn push(&mut self, depart_ns: u64, mut pkt: Packet) -> Option<u64> {
         let at = depart_ns + self.delay_ns;
         pkt.enq_ns = at;
-        if self.q.back().is_none_or(|p| p.enq_ns <= at) {
-            self.q.push_back(pkt);
-        } else {
-            self.insert_sorted(pkt);
+        match self.q.back() {
+            Some(tail) if tail.enq_ns <= at => {
+                if self.event_at.is_some() {
+                    // Behind a head whose event is pending (never later than
+                    // the head): nothing to schedule, and the head, the
+                    // line's oldest packet and often out of cache, is not read.
+                    debug_assert!(self.event_at <= self.head_time());
+                    self.q.push_back(pkt);
+                    return None;
+                }
+                self.q.push_back(pkt);
+            }
+            Some(_) => self.insert_sorted(pkt),
+            None => self.q.push_back(pkt),
         }
-        let head = self.q.front().expect("just pushed").enq_ns;
-        if self.event_at.is_none_or(|e| head < e) {
-            self.event_at = Some(head);
-            Some(head)
-        } else {
-            None
-        }
+        self.rearm()
     }
 
     /// A packet that arrives before the tail (a receiver ran ahead): rare,
