@@ -148,4 +148,23 @@ mod tests {
         assert_eq!(order, vec![0, 1, 9, 2]);
         assert_eq!(l.rearm(), None);
     }
+
+    #[test]
+    fn a_push_while_the_head_event_runs_schedules_the_head_and_packets_carry_their_exit_time() {
+        let mut l = DelayLine::new(10, vec![]);
+        assert_eq!(l.push(0, pkt(1)), Some(10));
+        assert_eq!(l.push(5, pkt(2)), None);
+        // The head's event runs: popping it leaves packet 2 (due at 15)
+        // without a pending event until a push or `rearm` schedules one.
+        assert!(l.take_event(10));
+        let p = l.pop_due(10).expect("head due");
+        assert_eq!((p.seq, p.enq_ns), (1, 10));
+        assert_eq!(l.push(10, pkt(3)), Some(15), "the head, not the packet pushed");
+        assert_eq!(l.rearm(), None, "already scheduled");
+        assert_eq!(l.push(12, pkt(4)), None);
+        assert!(l.take_event(15));
+        assert_eq!(l.pop_due(15).map(|p| (p.seq, p.enq_ns)), Some((2, 15)));
+        assert_eq!(l.pop_due(15), None);
+        assert_eq!(l.rearm(), Some(20));
+    }
 }
