@@ -42,20 +42,18 @@ impl DelayLine {
     pub fn push(&mut self, depart_ns: u64, mut pkt: Packet) -> Option<u64> {
         let at = depart_ns + self.delay_ns;
         pkt.enq_ns = at;
-        match self.q.back() {
-            Some(tail) if tail.enq_ns <= at => {
-                if self.event_at.is_some() {
-                    // Behind a head whose event is pending (never later than
-                    // the head): nothing to schedule, and the head, the
-                    // line's oldest packet and often out of cache, is not read.
-                    debug_assert!(self.event_at <= self.head_time());
-                    self.q.push_back(pkt);
-                    return None;
-                }
-                self.q.push_back(pkt);
-            }
-            Some(_) => self.insert_sorted(pkt),
-            None => self.q.push_back(pkt),
+        if self.q.back().is_some_and(|tail| tail.enq_ns > at) {
+            self.insert_sorted(pkt);
+            return self.rearm();
+        }
+        self.q.push_back(pkt);
+        if self.event_at.is_some() {
+            // Appended behind a head whose event is pending (a line with a
+            // pending event is never empty, and the event is never later
+            // than its head): nothing to schedule, and the head, the line's
+            // oldest packet and often out of cache, is not read.
+            debug_assert!(self.event_at <= self.head_time());
+            return None;
         }
         self.rearm()
     }
