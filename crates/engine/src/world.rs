@@ -609,7 +609,7 @@ impl World {
         if let Stage::SinkLine(_) = line {
             let arrival = leaves_ns + self.lines[d as usize].delay_ns;
             self.deliver_to_sink(pkt, arrival);
-        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, *pkt) {
+        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt, pkt.route, pkt.hop) {
             self.events.schedule(at, Event::LineArrival(d));
         }
     }
@@ -687,16 +687,25 @@ impl World {
         }
         let route = flow.rev_route;
         for i in base..self.scratch.len() {
+            // A reply leaving later than now (the receiver ran ahead) can
+            // only enter the pure delay its route starts with (see `SinkLine`).
+            // A lossless line takes it straight from `scratch` (see `DelayLine::push`).
+            let leaves_ns = self.scratch[i].enq_ns;
+            let first = self.routes.stage(route, 0);
+            if let Some(Stage::Line(d)) = first {
+                let line = &mut self.lines[d as usize];
+                if line.lossy_links.is_empty() && (leaves_ns > now || !self.catching_up) {
+                    if let Some(at) = line.push(leaves_ns.max(now), &self.scratch[i], route, 1) {
+                        self.events.schedule(at, Event::LineArrival(d));
+                    }
+                    continue;
+                }
+            }
             let mut p = self.scratch[i];
             p.route = route;
             p.hop = 0;
-            // A reply leaving later than now (the receiver ran ahead) can
-            // only enter the pure delay its route starts with (see `SinkLine`).
-            match self.routes.stage(route, 0) {
-                Some(line @ Stage::Line(_)) if p.enq_ns > now => {
-                    let leaves_ns = p.enq_ns;
-                    self.enter_line(&mut p, line, leaves_ns);
-                }
+            match first {
+                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(&mut p, line, leaves_ns),
                 _ => self.forward(&mut p),
             }
         }

@@ -34,19 +34,25 @@ impl DelayLine {
         DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None }
     }
 
-    /// Add a packet leaving at `depart_ns`. Returns a time to schedule when
-    /// the head now arrives earlier than the pending event (or none is pending).
+    /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
+    /// and `hop` it continues on. Returns a time to schedule when the head
+    /// now arrives earlier than the pending event (or none is pending).
+    ///
+    /// The packet is copied first and stamped in its slot: a whole-packet
+    /// load right after narrow stores to the same bytes (setting the hop or
+    /// the exit time on the caller's copy) cannot be forwarded from the store
+    /// buffer and stalls until the stores commit (A-10: 2 % of wall time).
     /// Always inlined: it runs for about every second packet, and a call
     /// costs A-10 ten instructions per packet (callgrind).
     #[inline(always)]
-    pub fn push(&mut self, depart_ns: u64, mut pkt: Packet) -> Option<u64> {
+    pub fn push(&mut self, depart_ns: u64, src: &Packet, route: u32, hop: u8) -> Option<u64> {
         let at = depart_ns + self.delay_ns;
-        pkt.enq_ns = at;
         if self.q.back().is_some_and(|tail| tail.enq_ns > at) {
-            self.insert_sorted(pkt);
+            self.insert_sorted(at, src, route, hop);
             return self.rearm();
         }
-        self.q.push_back(pkt);
+        self.q.push_back(*src);
+        stamp(self.q.back_mut().expect("just pushed"), at, route, hop);
         if self.event_at.is_some() {
             // Appended behind a head whose event is pending (a line with a
             // pending event is never empty, and the event is never later
@@ -61,9 +67,10 @@ impl DelayLine {
     /// A packet that arrives before the tail (a receiver ran ahead): rare,
     /// so kept out of the inlined `push`.
     #[inline(never)]
-    fn insert_sorted(&mut self, pkt: Packet) {
-        let i = self.q.partition_point(|p| p.enq_ns <= pkt.enq_ns);
-        self.q.insert(i, pkt);
+    fn insert_sorted(&mut self, at: u64, src: &Packet, route: u32, hop: u8) {
+        let i = self.q.partition_point(|p| p.enq_ns <= at);
+        self.q.insert(i, *src);
+        stamp(&mut self.q[i], at, route, hop);
     }
 
     /// The line's event fired at `now_ns`: false if it was superseded.
@@ -117,6 +124,14 @@ impl DelayLine {
     }
 }
 
+/// Where a packet on a line goes next, and when it reaches the line's end.
+#[inline(always)]
+fn stamp(p: &mut Packet, at: u64, route: u32, hop: u8) {
+    p.enq_ns = at;
+    p.route = route;
+    p.hop = hop;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,12 +146,12 @@ mod tests {
     #[test]
     fn late_pushes_are_inserted_in_time_order_and_move_the_head_event() {
         let mut l = DelayLine::new(10, vec![]);
-        assert_eq!(l.push(100, pkt(1)), Some(110));
-        assert_eq!(l.push(105, pkt(2)), None);
+        assert_eq!(l.push(100, &pkt(1), 0, 0), Some(110));
+        assert_eq!(l.push(105, &pkt(2), 0, 0), None);
         // An earlier departure becomes the new head: a new (earlier) event.
-        assert_eq!(l.push(95, pkt(0)), Some(105));
+        assert_eq!(l.push(95, &pkt(0), 0, 0), Some(105));
         // Equal arrival times keep entry order.
-        assert_eq!(l.push(100, pkt(9)), None);
+        assert_eq!(l.push(100, &pkt(9), 0, 0), None);
         assert!(!l.take_event(110), "the 110 event was superseded");
         assert!(l.take_event(105));
         let mut order = vec![];
@@ -150,19 +165,33 @@ mod tests {
     #[test]
     fn a_push_while_the_head_event_runs_schedules_the_head_and_packets_carry_their_exit_time() {
         let mut l = DelayLine::new(10, vec![]);
-        assert_eq!(l.push(0, pkt(1)), Some(10));
-        assert_eq!(l.push(5, pkt(2)), None);
+        assert_eq!(l.push(0, &pkt(1), 0, 0), Some(10));
+        assert_eq!(l.push(5, &pkt(2), 0, 0), None);
         // The head's event runs: popping it leaves packet 2 (due at 15)
         // without a pending event until a push or `rearm` schedules one.
         assert!(l.take_event(10));
         let p = l.pop_due(10).expect("head due");
         assert_eq!((p.seq, p.enq_ns), (1, 10));
-        assert_eq!(l.push(10, pkt(3)), Some(15), "the head, not the packet pushed");
+        assert_eq!(l.push(10, &pkt(3), 0, 0), Some(15), "the head, not the packet pushed");
         assert_eq!(l.rearm(), None, "already scheduled");
-        assert_eq!(l.push(12, pkt(4)), None);
+        assert_eq!(l.push(12, &pkt(4), 0, 0), None);
         assert!(l.take_event(15));
         assert_eq!(l.pop_due(15).map(|p| (p.seq, p.enq_ns)), Some((2, 15)));
         assert_eq!(l.pop_due(15), None);
         assert_eq!(l.rearm(), Some(20));
+    }
+
+    #[test]
+    fn packets_carry_the_route_position_they_were_pushed_with_on_append_and_on_insert() {
+        let mut l = DelayLine::new(10, vec![]);
+        let mut stale = pkt(1);
+        (stale.route, stale.hop) = (99, 7);
+        assert_eq!(l.push(100, &stale, 3, 1), Some(110));
+        // Before the tail: the sorted insert stamps its packet too.
+        assert_eq!(l.push(90, &pkt(2), 4, 2), Some(100));
+        let first = l.pop_due(200).expect("due");
+        let second = l.pop_due(200).expect("due");
+        assert_eq!((first.seq, first.route, first.hop, first.enq_ns), (2, 4, 2, 100));
+        assert_eq!((second.seq, second.route, second.hop, second.enq_ns), (1, 3, 1, 110));
     }
 }

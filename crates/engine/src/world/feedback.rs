@@ -26,14 +26,12 @@ impl World {
         let Some(q) = self.links[l].queue.as_mut() else { return };
         let mut pending = std::mem::take(&mut q.feedback);
         let route = self.feedback_route();
-        for mut p in pending.drain(..) {
+        for p in pending.drain(..) {
             // A flow that does not cross this queue on its way from the
             // source cannot be reflected (e.g. a reverse-path queue).
             let Some(delay) = self.feedback_delay_ns(p.flow as usize, l as u32) else { continue };
-            p.route = route;
-            p.hop = 0;
             let d = shared_line(&mut self.lines, &mut self.line_index, delay, vec![]) as usize;
-            if let Some(at) = self.lines[d].push(self.now_ns, p) {
+            if let Some(at) = self.lines[d].push(self.now_ns, &p, route, 0) {
                 self.events.schedule(at, Event::LineArrival(d as u32));
             }
         }
