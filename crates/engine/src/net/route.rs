@@ -32,13 +32,14 @@ pub enum Stage {
     SinkLine(u32),
 }
 
-/// All routes, flattened (one allocation, cache-friendly lookups), each
-/// distinct stage list stored once.
+/// All routes, flattened into one array (one allocation, cache-friendly
+/// lookups), each distinct stage list stored once and ended by `None`. A
+/// route's id is the index of its first stage, so finding the stage at a hop
+/// is one load: the chain pkt.route → stage → link is what the next
+/// packet's work waits on.
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
-    stages: Vec<Stage>,
-    start: Vec<u32>,
-    len: Vec<u8>,
+    stages: Vec<Option<Stage>>,
     ids: HashMap<Vec<Stage>, u32>,
 }
 
@@ -115,39 +116,35 @@ impl Routes {
         if let Some(&id) = self.ids.get(&stages) {
             return id;
         }
+        // Hops are counted in a u8 (`Packet::hop`).
         assert!(stages.len() < 256, "a route may have at most 255 stages");
-        let id = self.start.len() as u32;
-        self.start.push(self.stages.len() as u32);
-        self.len.push(stages.len() as u8);
-        self.stages.extend_from_slice(&stages);
+        let id = u32::try_from(self.stages.len()).expect("fewer than 2^32 stages in all routes");
+        self.stages.extend(stages.iter().copied().map(Some));
+        self.stages.push(None);
         self.ids.insert(stages, id);
         id
     }
 
     /// Number of distinct routes.
     pub fn len(&self) -> usize {
-        self.start.len()
+        self.ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.start.is_empty()
+        self.ids.is_empty()
     }
 
-    /// The stage at `hop` along `route`, or None at the end of the route.
+    /// The stage at `hop` along `route`, or None at the end of the route
+    /// (`hop` never goes past the end: a packet is delivered there).
     #[inline(always)]
     pub fn stage(&self, route: u32, hop: u8) -> Option<Stage> {
-        let r = route as usize;
-        if hop < self.len[r] {
-            Some(self.stages[(self.start[r] + hop as u32) as usize])
-        } else {
-            None
-        }
+        debug_assert!(hop as usize <= self.stages_of(route).count(), "hop {hop} past the end of route {route}");
+        self.stages[route as usize + hop as usize]
     }
 
-    pub fn stages_of(&self, route: u32) -> &[Stage] {
-        let r = route as usize;
-        let s = self.start[r] as usize;
-        &self.stages[s..s + self.len[r] as usize]
+    /// The stages of `route`, in order.
+    pub fn stages_of(&self, route: u32) -> impl Iterator<Item = Stage> + '_ {
+        self.stages[route as usize..].iter().map_while(|s| *s)
     }
 }
 
@@ -166,8 +163,13 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(routes.len(), 2);
-        assert_eq!(routes.stages_of(c), &[Stage::Queue(0), Stage::SinkLine(1)]);
+        assert_eq!(routes.stages_of(c).collect::<Vec<_>>(), [Stage::Queue(0), Stage::SinkLine(1)]);
         assert_eq!(routes.stage(a, 1), Some(Stage::Line(1)));
         assert_eq!(routes.stage(a, 2), None);
+        assert_eq!(routes.stage(c, 1), Some(Stage::SinkLine(1)));
+        // The empty route (feedback packets) ends at once.
+        let e = routes.intern(vec![]);
+        assert_eq!(routes.stage(e, 0), None);
+        assert_eq!(routes.stage(c, 2), None);
     }
 }

@@ -46,7 +46,7 @@ impl World {
         let flow = &self.flows[f];
         let mut d = 2 * flow.clock_offset_ns;
         for st in self.routes.stages_of(flow.fwd_route) {
-            match *st {
+            match st {
                 Stage::Queue(q) if q == l => return Some(d),
                 Stage::Queue(_) => {}
                 Stage::Line(x) | Stage::SinkLine(x) => d += self.lines[x as usize].delay_ns,
