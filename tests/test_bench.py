@@ -88,3 +88,17 @@ def test_repeats_are_interleaved_and_report_their_range(tmp_path: Path) -> None:
         assert r["repeat"] == 2
         assert r["pkts_per_s_min"] <= r["pkts_per_s"] <= r["pkts_per_s_max"]
         assert r["steal_pct"] is None or 0 <= r["steal_pct"] <= 100
+
+
+def test_rate_override_changes_every_bottleneck_and_a_bad_one_names_the_option(tmp_path: Path) -> None:
+    """--rate (the link-rate scaling table of docs/performance.md) replaces the
+    bottleneck rate: a full link carries rate × time / 1500 B, so a tenth of
+    the rate carries about a tenth of the packets over the same 20 ms."""
+    assert scenario("C-1000", rate="40Gbps")["bottleneck"]["rate"] == "40Gbps"
+    assert scenario("B", rate="2Gbps")["bottleneck"]["rate"] == "2Gbps"
+    fast = _bench_json(tmp_path, "--only", "A-10", "--duration", "20ms")[0]["bottleneck_packets"]
+    slow = _bench_json(tmp_path, "--only", "A-10", "--duration", "20ms", "--rate", "1Gbps")[0]["bottleneck_packets"]
+    assert fast <= 10e9 * 0.02 / (1500 * 8) + 1 and slow <= 1e9 * 0.02 / (1500 * 8) + 1
+    assert 0.09 < slow / fast < 0.11, (slow, fast)
+    proc = cli("bench", "--only", "A-10", "--rate", "10Gbs", cwd=tmp_path)
+    assert proc.returncode == 2 and "aqmlab: error: --rate: bottleneck.rate: '10Gbs'" in proc.stderr

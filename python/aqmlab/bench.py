@@ -84,9 +84,10 @@ def _b() -> dict[str, Any]:
     }
 
 
-def scenario(name: str, duration: str | None = None, metrics: str = "default") -> dict[str, Any]:
+def scenario(name: str, duration: str | None = None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     """The scenario tree of a benchmark; ``duration`` overrides the length,
-    ``metrics`` picks one of :data:`METRICS`."""
+    ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
+    bottleneck rate (for scaling studies)."""
     if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
         s = _dumbbell_a(int(name.split("-")[1]))
         s["name"] = f"bench-{name}"
@@ -96,6 +97,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default") -
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
     if duration:
         s["duration"] = duration
+    if rate:
+        s["bottleneck"]["rate"] = rate
     s["metrics"] = _metrics(metrics)
     return s
 
@@ -110,11 +113,11 @@ def requirement(name: str) -> str | None:
     return None
 
 
-def run_child(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
+def run_child(name: str, duration: str | None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     """Run one benchmark in this process (the child side)."""
     from aqmlab import _engine
 
-    text = _engine.validate(json.dumps(scenario(name, duration, metrics)))
+    text = _engine.validate(json.dumps(scenario(name, duration, metrics, rate)))
     raw = _engine.run(text)
     perf = json.loads(raw["summary"])["perf"]
     return {"name": name, **perf}
@@ -132,12 +135,14 @@ def _cpu_ticks() -> tuple[int, int] | None:
     return (fields[7], sum(fields[:8])) if len(fields) >= 8 else None
 
 
-def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict[str, Any]:
+def _run_once(name: str, duration: str | None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     import subprocess  # here, not at the top: the CLI imports this module at start-up (METRICS)
 
     cmd = [sys.executable, "-m", "aqmlab.bench", "--child", name, "--metrics", metrics]
     if duration:
         cmd += ["--duration", duration]
+    if rate:
+        cmd += ["--rate", rate]
     before = _cpu_ticks()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
@@ -157,9 +162,10 @@ def _run_once(name: str, duration: str | None, metrics: str = "default") -> dict
 
 
 def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
-          log: Any = None, metrics: str = "default") -> list[dict[str, Any]]:  # fmt: skip
+          log: Any = None, metrics: str = "default", rate: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Run the benchmarks; one result per scenario (median over ``repeat``,
-    the repeats interleaved across scenarios)."""
+    the repeats interleaved across scenarios). ``duration`` and ``rate``
+    override every scenario's length and bottleneck rate."""
     import statistics
 
     todo = []
@@ -174,11 +180,11 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
     rounds = max(1, repeat)
     for i in range(rounds):
         for name in todo:
-            r = _run_once(name, duration, metrics)
+            r = _run_once(name, duration, metrics, rate)
             runs[name].append(r)
             if log:
-                rate = r["bottleneck_packets"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")
-                log(f"{name} run {i + 1}/{rounds}: {rate / 1e6:.2f} M pkt/s")
+                pps = r["bottleneck_packets"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")
+                log(f"{name} run {i + 1}/{rounds}: {pps / 1e6:.2f} M pkt/s")
     results = []
     for name in todo:
         rs = runs[name]
@@ -225,19 +231,25 @@ def cli_bench(args: argparse.Namespace) -> int:
             raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(SCENARIOS)})")
     if args.repeat < 1:
         raise ScenarioError("--repeat: must be at least 1")
-    if args.duration:
+    if args.duration or args.rate:
         from aqmlab import _engine
 
-        _engine.validate(json.dumps(scenario("A-10", args.duration)))  # a bad duration fails here, once
+        # A bad override fails here, once: "duration: ..." or "--rate: bottleneck.rate: ...".
+        _engine.validate(json.dumps(scenario("A-10", args.duration)))
+        try:
+            _engine.validate(json.dumps(scenario("A-10", rate=args.rate)))
+        except ValueError as e:
+            raise ScenarioError(f"--rate: {e}") from None
 
     def log(msg: str) -> None:
         err_c.print(msg, markup=False)
 
-    results = bench(names, args.repeat, args.duration, log, args.metrics)
+    results = bench(names, args.repeat, args.duration, log, args.metrics, args.rate)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics})", title_justify="left")
+    rate = f", bottleneck {args.rate}" if args.rate else ""
+    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics}{rate})", title_justify="left")
     heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB", "pkts/s range", "steal %")
     for h in heads:
         t.add_column(h, justify="left" if h == "scenario" else "right")
@@ -255,8 +267,9 @@ def _child_main(argv: list[str]) -> int:
     p.add_argument("--child", required=True)
     p.add_argument("--duration")
     p.add_argument("--metrics", default="default", choices=METRICS)
+    p.add_argument("--rate")
     a = p.parse_args(argv)
-    print(json.dumps(run_child(a.child, a.duration, a.metrics)))
+    print(json.dumps(run_child(a.child, a.duration, a.metrics, a.rate)))
     return 0
 
 

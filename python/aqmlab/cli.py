@@ -468,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--only", action="append", metavar="NAME", help="run only this scenario (repeatable)")
     b.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median is reported")
     b.add_argument("--duration", help="override the simulated duration (smoke tests; not comparable)")
+    b.add_argument("--rate", help="override the bottleneck rate, e.g. 100Gbps (scaling studies; not comparable)")
     b.add_argument("--metrics", default="default", choices=METRICS,
                    help="metric set: default (histograms, counters), off (counters only), samples (+ every sojourn)")  # fmt: skip
     b.add_argument("--list", action="store_true", help="list the scenarios")
