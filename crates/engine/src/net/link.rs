@@ -74,6 +74,9 @@ pub struct QueueSlot {
     /// Departure lookahead: accepted packets not yet started, oldest first.
     waiting: VecDeque<Waiting>,
     waiting_bytes: u64,
+    /// Start of the oldest waiting packet (u64::MAX if none): most arrivals
+    /// find nothing started and test this field, not the ring's front.
+    next_start_ns: u64,
     /// Departure lookahead: when the transmitter finishes the last accepted packet.
     free_at_ns: u64,
 }
@@ -125,6 +128,7 @@ impl Link {
             departure_lookahead: false,
             waiting: VecDeque::new(),
             waiting_bytes: 0,
+            next_start_ns: u64::MAX,
             free_at_ns: 0,
         });
         self
@@ -273,6 +277,9 @@ impl QueueSlot {
             self.record_start(&w);
         } else {
             self.waiting_bytes += w.size_bytes as u64;
+            if self.waiting.is_empty() {
+                self.next_start_ns = w.start_ns;
+            }
             self.waiting.push_back(w);
         }
         Some(start_ns + tx_ns)
@@ -283,8 +290,9 @@ impl QueueSlot {
     /// arrival is seen, as a finishing transmission runs first without it).
     #[inline(always)]
     pub fn start_due(&mut self, now_ns: u64) {
-        while self.waiting.front().is_some_and(|w| w.start_ns <= now_ns) {
+        while self.next_start_ns <= now_ns {
             let w = self.waiting.pop_front().expect("a front exists");
+            self.next_start_ns = self.waiting.front().map_or(u64::MAX, |n| n.start_ns);
             self.waiting_bytes -= w.size_bytes as u64;
             self.record_start(&w);
         }
