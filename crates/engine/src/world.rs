@@ -689,7 +689,8 @@ impl World {
         for i in base..self.scratch.len() {
             // A reply leaving later than now (the receiver ran ahead) can
             // only enter the pure delay its route starts with (see `SinkLine`).
-            // A lossless line takes it straight from `scratch` (see `DelayLine::push`).
+            // A lossless line takes it straight from `scratch` (see `DelayLine::push`);
+            // during the catch-up `forward` would drop a reply leaving now, so it goes there.
             let leaves_ns = self.scratch[i].enq_ns;
             let first = self.routes.stage(route, 0);
             if let Some(Stage::Line(d)) = first {
