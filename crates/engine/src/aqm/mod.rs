@@ -11,6 +11,7 @@
 //! Adding an algorithm touches its own file, one line in [`AqmKind`] /
 //! [`AnyQdisc`], and its tests.
 
+pub mod bernoulli;
 pub mod codel;
 pub mod curvy_red;
 pub mod dualpi2;
@@ -310,6 +311,7 @@ pub enum AnyQdisc {
     CurvyRed(curvy_red::CurvyRed),
     VdqCsaqm(vdq_csaqm::VdqCsaqm),
     Qcn(qcn::Qcn),
+    Bernoulli(bernoulli::Bernoulli),
 }
 
 macro_rules! dispatch {
@@ -326,6 +328,7 @@ macro_rules! dispatch {
             AnyQdisc::CurvyRed($q) => $e,
             AnyQdisc::VdqCsaqm($q) => $e,
             AnyQdisc::Qcn($q) => $e,
+            AnyQdisc::Bernoulli($q) => $e,
         }
     };
 }
@@ -456,6 +459,7 @@ pub const REGISTRY: &[AqmEntry] = &[
     entry!("curvy_red", "DualQ Curvy RED, RFC 9332 App. B", curvy_red::CurvyRedConfig, CurvyRed, curvy_red::CurvyRed),
     entry!("vdq_csaqm", "Virtual DualQ Core-Stateless AQM for per-packet values (Nádas et al., ANRW 2020)", vdq_csaqm::VdqCsaqmConfig, VdqCsaqm, vdq_csaqm::VdqCsaqm),
     entry!("qcn", "QCN congestion point, IEEE 802.1Qau (tail-drop FIFO + CNM feedback)", qcn::QcnConfig, Qcn, qcn::Qcn),
+    entry!("bernoulli", "drops or CE-marks each arrival independently with probability p (a validation instrument)", bernoulli::BernoulliConfig, Bernoulli, bernoulli::Bernoulli),
 ];
 
 pub fn aqm_names() -> Vec<&'static str> {
