@@ -61,3 +61,10 @@ def test_replications_must_use_distinct_seeds():
     assert Replicates((1.0,), (7,)).interval95() is None
     j = judge("c", TOL, [({"i": 0}, r)])
     assert j.cases[0].interval == (lo, hi) and j.cases[0].seeds == (1, 2, 3)
+
+
+def test_extra_figures_ride_along_unjudged():
+    j = judge("c", TOL, [({"i": 0}, 1.0, {"law_bps": 5e6}), ({"i": 1}, 0.5)])
+    assert j.cases[0].extra == {"law_bps": 5e6} and j.cases[1].extra == {}
+    assert j.verdict is Verdict.FAIL
+    assert j.as_dict()["cases"][0]["extra"] == {"law_bps": 5e6} and "extra" not in j.as_dict()["cases"][1]

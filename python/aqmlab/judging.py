@@ -205,6 +205,9 @@ class CaseResult:
     margin: float | None = None
     interval: tuple[float, float] | None = None
     seeds: tuple[int, ...] = ()
+    #: Figures shown beside the judged one (e.g. a law's prediction and the
+    #: raw measurement whose ratio is judged); never judged themselves.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -217,6 +220,7 @@ class CaseResult:
             "verdict": self.verdict.value,
             "interval95": list(self.interval) if self.interval else None,
             "seeds": list(self.seeds),
+            **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
 
@@ -292,16 +296,22 @@ class Judgement:
 def judge(
     claim: str,
     tolerance: Tolerance,
-    cases: Iterable[tuple[Mapping[str, Any], float | Replicates | None]],
+    cases: Iterable[
+        tuple[Mapping[str, Any], float | Replicates | None]
+        | tuple[Mapping[str, Any], float | Replicates | None, Mapping[str, Any]]
+    ],
     *,
     unit: str = "",
     known_deviation: KnownDeviation | None = None,
 ) -> Judgement:
     """Judge ``claim`` on every case: ``(tags, figure)`` pairs, where the figure
     is a plain value, a :class:`Replicates` (its mean is judged) or None
-    (not measured)."""
+    (not measured). A third element, a mapping, is carried along as the
+    case's ``extra`` figures (shown, not judged)."""
     results: list[CaseResult] = []
-    for tags, fig in cases:
+    for case in cases:
+        tags, fig = case[0], case[1]
+        extra = dict(case[2]) if len(case) > 2 else {}  # type: ignore[misc]
         interval = None
         seeds: tuple[int, ...] = ()
         if isinstance(fig, Replicates):
@@ -309,12 +319,12 @@ def judge(
         else:
             value = float(fig) if _finite(fig) else None  # type: ignore[arg-type]
         if value is None or math.isinf(value):
-            results.append(CaseResult(dict(tags), None, Verdict.NA, None, interval, seeds))
+            results.append(CaseResult(dict(tags), None, Verdict.NA, None, interval, seeds, extra))
             continue
         ok = tolerance.band.contains(value)
         results.append(
             CaseResult(dict(tags), value, Verdict.PASS if ok else Verdict.FAIL,
-                       tolerance.band.margin(value), interval, seeds)  # fmt: skip
+                       tolerance.band.margin(value), interval, seeds, extra)  # fmt: skip
         )
     if not results:
         raise ValueError(f"claim {claim!r} has no cases in its scope")

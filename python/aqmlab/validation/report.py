@@ -1,0 +1,225 @@
+"""Running the suite and reporting it: JSON, Markdown, HTML with plots."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aqmlab.judging import Judgement, Verdict
+from aqmlab.validation import suite
+from aqmlab.validation.suite import Progress
+
+__all__ = ["Report", "run_suite", "commit_of_tree"]
+
+
+def commit_of_tree() -> str:
+    """The git commit of the source tree aqmlab runs from ("+dirty" when it
+    has uncommitted changes); "unknown" outside a checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True,
+                             check=True, timeout=10).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True,
+                               text=True, check=True, timeout=10).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+@dataclass
+class Report:
+    quick: bool
+    rows: list[tuple[str, Judgement]] = field(default_factory=list)  # (group, judgement)
+    skipped_groups: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+    commit: str = "unknown"
+    version: str = ""
+
+    @property
+    def failed(self) -> list[Judgement]:
+        return [j for _, j in self.rows if j.verdict is Verdict.FAIL]
+
+    def row_of(self, j: Judgement) -> suite.Row | None:
+        return next((r for r in suite.ROWS.values() if r.claim == j.claim), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        rows = []
+        for group, j in self.rows:
+            r = self.row_of(j)
+            d = j.as_dict()
+            d.update({"group": group, "id": r.id if r else None, "reference": r.reference if r else None,
+                      "figure": r.figure if r else None})  # fmt: skip
+            rows.append(d)
+        return {
+            "schema": "aqmlab.validation/1",
+            "quick": self.quick,
+            "commit": self.commit,
+            "version": self.version,
+            "wall_s": self.wall_s,
+            "skipped_groups": self.skipped_groups,
+            "verdicts": {v.value: sum(j.verdict is v for _, j in self.rows) for v in Verdict},
+            "rows": rows,
+        }
+
+    # --- tables ---------------------------------------------------------------
+
+    def table_rows(self) -> list[dict[str, str]]:
+        """One dict per row: what the terminal, Markdown and HTML tables show."""
+        out = []
+        for group, j in self.rows:
+            r = self.row_of(j)
+            w = j.worst
+            measured = "–" if w is None or w.measured is None else f"{w.measured:.3g} ({w.label})"
+            out.append({
+                "group": group, "row": r.id if r else j.claim, "claim": j.claim,
+                "reference": r.reference if r else "", "figure": r.figure if r else "", "measured": measured,
+                "band": j.tolerance.band.describe(j.unit), "source": j.tolerance.source, "verdict": j.verdict.value,
+                "k of n": f"{j.passed} of {j.total}",
+            })  # fmt: skip
+        return out
+
+    def markdown(self) -> str:
+        head = ["row", "reference", "judged figure", "worst case (measured)", "band", "verdict", "k of n"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for t in self.table_rows():
+            cells = [f"[{t['row']}](#{t['row']})", t["reference"], t["figure"], t["measured"], t["band"], f"**{t['verdict']}**", t["k of n"]]
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        mode = "quick" if self.quick else "full"
+        lines += ["", f"{mode} suite, commit `{self.commit}`, aqmlab {self.version}, {self.wall_s:.0f} s wall."]
+        if self.skipped_groups:
+            lines.append(f"Groups not in this build: {', '.join(self.skipped_groups)}.")
+        return "\n".join(lines) + "\n"
+
+    # --- files ----------------------------------------------------------------
+
+    def write(self, out: str | Path) -> dict[str, Path]:
+        from aqmlab.scenario import atomic_write_text
+
+        d = Path(out)
+        d.mkdir(parents=True, exist_ok=True)
+        files = {"json": d / "validation.json", "html": d / "report.html", "markdown": d / "validation.md"}
+        atomic_write_text(files["json"], json.dumps(self.as_dict(), indent=2, default=float) + "\n")
+        atomic_write_text(files["markdown"], self.markdown())
+        atomic_write_text(files["html"], self.html())
+        return files
+
+    def html(self) -> str:
+        mode = "quick" if self.quick else "full"
+        parts = [
+            "<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation</title>",
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}"
+            "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}.PASS{color:#060}.FAIL{color:#b00;font-weight:bold}"
+            ".NA{color:#777}img{max-width:100%}</style></head><body>",
+            f"<h1>aqmlab model validation ({mode})</h1>",
+            f"<p>commit <code>{html.escape(self.commit)}</code>, aqmlab {html.escape(self.version)}, {self.wall_s:.0f} s wall. "
+            "Each row is judged case by case: PASS only if every case is inside the band (docs/validation.md argues each band).</p>",
+            "<table><tr>" + "".join(f"<th>{h}</th>" for h in ["row", "reference", "judged figure", "worst case", "band", "source", "verdict", "k of n"]) + "</tr>",
+        ]  # fmt: skip
+        for t in self.table_rows():
+            cls = t["verdict"].replace("/", "").replace("-", "")
+            parts.append("<tr>" + "".join(f"<td>{html.escape(t[k])}</td>" for k in ["row", "reference", "figure", "measured", "band", "source"])
+                         + f"<td class='{cls}'>{t['verdict']}</td><td>{t['k of n']}</td></tr>")  # fmt: skip
+        parts.append("</table>")
+        if self.skipped_groups:
+            parts.append(f"<p>Groups not in this build: {html.escape(', '.join(self.skipped_groups))}.</p>")
+        for _, j in self.rows:
+            r = self.row_of(j)
+            parts.append(f"<h2 id='{html.escape(r.id if r else j.claim)}'>{html.escape(j.claim)}: {j.verdict.value}</h2>")
+            png = _plot(j, r)
+            if png:
+                parts.append(f"<img alt='{html.escape(j.claim)}' src='data:image/png;base64,{png}'>")
+            parts.append(_cases_table(j))
+            for n in j.notes:
+                parts.append(f"<p>{html.escape(n)}</p>")
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "–" if v is None else str(v)
+
+
+def _cases_table(j: Judgement) -> str:
+    tag_keys = list(dict.fromkeys(k for c in j.cases for k in c.tags))
+    extra_keys = list(dict.fromkeys(k for c in j.cases for k in c.extra))
+    head = tag_keys + ["judged", "verdict"] + extra_keys
+    rows = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for c in j.cases:
+        cells = [_fmt(c.tags.get(k)) for k in tag_keys] + [_fmt(c.measured), c.verdict.value] + [_fmt(c.extra.get(k)) for k in extra_keys]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
+    return "\n".join(rows) + "</table>"
+
+
+def _plot(j: Judgement, r: suite.Row | None) -> str | None:
+    """Measured against the law at each operating point (where the row has a
+    law in bit/s or a predicted fraction), else the judged figure per case
+    against the band. A base64 PNG, or None when nothing was measured."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = [c for c in j.cases if c.measured is not None]
+    if not measured:
+        return None
+    pairs = [(k_law, k_meas) for k_law, k_meas in (("law_bps", "measured_bps"), ("law_mark_fraction", "measured_mark_fraction"))
+             if all(c.extra.get(k_law) and c.extra.get(k_meas) for c in measured)]  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    band = j.tolerance.band
+    if pairs:
+        k_law, k_meas = pairs[0]
+        xs = [c.extra[k_law] for c in measured]
+        ys = [c.extra[k_meas] for c in measured]
+        lo, hi = min(xs + ys) / 1.5, max(xs + ys) * 1.5
+        ax.plot([lo, hi], [lo, hi], color="k", lw=1, label="law")
+        if band.low is not None:
+            ax.plot([lo, hi], [lo * band.low, hi * band.low], color="grey", ls="--", lw=1, label="band")
+        if band.high is not None:
+            ax.plot([lo, hi], [lo * band.high, hi * band.high], color="grey", ls="--", lw=1)
+        for c, x, y in zip(measured, xs, ys, strict=True):
+            ax.scatter([x], [y], color="tab:green" if c.verdict is Verdict.PASS else "tab:red", zorder=3)
+            ax.annotate(c.label, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        unit = "bit/s" if k_law == "law_bps" else "fraction"
+        ax.set_xlabel(f"law ({unit})")
+        ax.set_ylabel(f"measured ({unit})")
+    else:
+        ys = [c.measured for c in measured]
+        ax.scatter(range(len(ys)), ys, c=["tab:green" if c.verdict is Verdict.PASS else "tab:red" for c in measured], zorder=3)
+        for v in (band.low, band.high):
+            if v is not None:
+                ax.axhline(v, color="grey", ls="--", lw=1)
+        ax.set_xticks(range(len(ys)))
+        ax.set_xticklabels([c.label for c in measured], rotation=60, ha="right", fontsize=6)
+        ax.set_ylabel(r.figure if r else "judged figure")
+    ax.set_title(j.claim, fontsize=9)
+    ax.legend(fontsize=7) if pairs else None
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def run_suite(quick: bool, progress: Progress | None = None, groups: list[str] | None = None) -> Report:
+    """Run every group (or those named) and collect their judgements."""
+    from aqmlab import __version__
+
+    t0 = time.perf_counter()
+    loaded, skipped = suite.load_groups(groups or suite.GROUPS)
+    rep = Report(quick=quick, skipped_groups=skipped, commit=commit_of_tree(), version=__version__)
+    for name, mod in loaded:
+        for j in mod.judgements(quick, progress):
+            rep.rows.append((name, j))
+    rep.wall_s = time.perf_counter() - t0
+    return rep
