@@ -7,6 +7,7 @@
     aqmlab reproduce NAME | --list            the seed papers' experiments
     aqmlab bench [--json]                     performance benchmark
     aqmlab registry                           AQMs and CCs with their defaults
+    aqmlab validation [--quick] [--out DIR]   models against laws, themselves, ns-3
 
 Invalid input (scenario, TOML syntax, sweep grid) prints one line,
 ``aqmlab: error: <message>``, on stderr and exits with code 2. Ctrl-C exits
@@ -478,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
     g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
     g.set_defaults(func=cmd_registry)
+
+    from aqmlab.validation.command import add_parser as add_validation
+
+    add_validation(sub)
     return p
 
 
