@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aqmlab.judging import Judgement
+from aqmlab.judging import Judgement, KnownDeviation, Verdict
 from aqmlab.validation import suite
 from aqmlab.validation.runner import LINK_RATES_BPS, MSS_BYTES, dumbbell, run_summaries, run_with_tables
 from aqmlab.validation.suite import Progress
@@ -168,11 +168,14 @@ def _mark_law_row(row: suite.Row, cc: str, ecn: str, quick: bool, progress: Prog
         per_flow = dctcp_bps(p, rtt)
         link = _link_for(per_flow, headroom=2.0)
         w = 2 / p
-        # From slow start's exit the window climbs one segment per round to
-        # 2/p: allow 1.5 W rounds, then measure over 400 rounds (25 of the
-        # α average's 16-round time constants).
+        # The window relaxes to 2/p with a time constant of about 1/p rounds
+        # (the cut per round, W·p/2, changes by p/2 per segment of window):
+        # warm up for 8/p rounds (e^-8 of the start-up transient left; the
+        # first version allowed 1.5·W = 3/p rounds and measured p = 0.1 %
+        # before equilibrium, see docs/validation.md#dctcp-response), then
+        # measure over 400 rounds (25 of α's 16-round time constants).
         rounds = 400 if quick else 1600
-        warmup = (1.5 * w + 50) * rtt
+        warmup = (4 * w + 50) * rtt
         trees.append(dumbbell(
             name=f"{row.id} p={_pct(p)} rtt={rtt * 1e3:g}ms", rate_bps=link, aqm="bernoulli",
             params={"p": p, "ecn": True}, flows=[{"cc": cc, "rtt": f"{rtt * 1e3:g}ms", "ecn": ecn}],
@@ -252,8 +255,12 @@ def _coupling(quick: bool, progress: Progress | None, runs: _Collector) -> Judge
         subs = _bottleneck(r.summary)["subqueues"]
         c, l4s = subs["classic"], subs["l4s"]
         p_c = c["drops_by_reason"]["aqm"] / c["arrivals"] if c["arrivals"] else None
-        l_unstepped = l4s["arrivals"] - l4s["marks_by_reason"]["step"]
-        p_l = l4s["marks_by_reason"]["coupled"] / l_unstepped if l_unstepped else None
+        # The packets the coupled roll sees: Curvy RED applies its native
+        # step first (RFC 9332 B.1), so step-marked packets never meet p_CL;
+        # DualPI2's default (Linux) variant rolls p_CL first and steps only
+        # the survivors, so every L4S arrival meets it.
+        rolled = l4s["arrivals"] - (l4s["marks_by_reason"]["step"] if aqm == "curvy_red" else 0)
+        p_l = l4s["marks_by_reason"]["coupled"] / rolled if rolled else None
         pr = r.tables["probes"]
         pr = pr[(pr["owner"] == "bottleneck") & (pr["t_s"] >= warmup)]
         mean_pc = float(np.mean(pr[pr["probe"] == "p_c"]["value"]))
@@ -264,10 +271,22 @@ def _coupling(quick: bool, progress: Progress | None, runs: _Collector) -> Judge
         if p_c and p_l and mean_pc > 0 and mean_pcl > 0:
             jensen = mean_pc / (mean_pcl / k) ** 2
             figure = (p_c / (p_l / k) ** 2) / jensen
+        saturated = float(np.mean(pr[pr["probe"] == "p_cl"]["value"] >= 1.0))
         extra = {"p_C": p_c, "p_L": p_l, "k": k, "classic_drops": c["drops_by_reason"]["aqm"],
-                 "coupled_marks": l4s["marks_by_reason"]["coupled"], "jensen_factor": jensen}  # fmt: skip
+                 "coupled_marks": l4s["marks_by_reason"]["coupled"], "jensen_factor": jensen,
+                 "overload_share": saturated}  # fmt: skip
         out.append((tags, figure, extra))
-    return suite.COUPLING.judge(out)
+    j = suite.COUPLING.judge(out)
+    # RFC 9332 §4.2.3: when k·p' > 1 the coupling is saturated by design
+    # (p_CL stays at 1 while p_C = p'^2 grows; DualPI2 then drops L4S
+    # packets as Classic ones). The law does not hold there, and a case that
+    # spent over 10 % of its samples in overload and fails is that known
+    # deviation; any other failing case keeps the row a FAIL.
+    failing = [c for c in j.cases if c.verdict is Verdict.FAIL]
+    if failing and all((c.extra.get("overload_share") or 0.0) > 0.1 for c in failing):
+        j = suite.COUPLING.judge(out, known_deviation=KnownDeviation(
+            "overload (k·p′ > 1): the coupling saturates by design (RFC 9332 §4.2.3)", "docs/validation.md#coupling"))  # fmt: skip
+    return j
 
 
 # --- PIE and PI2 equilibrium delay ------------------------------------------
