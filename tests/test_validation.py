@@ -25,6 +25,7 @@ EXPECTED_QUICK = {
     "dctcp-response": "FAIL",  # open: DCTCP cuts more often than the 2/p law allows
     "dctcp-step": "FAIL",  # open: mark fraction 0.7-0.8 of sqrt(2/W*)
     "coupling": "DEVIATES-KNOWN",  # DualPI2 at 10 Mbit/s, 10+10 flows: overload saturates the coupling
+    "codel-spacing": "PASS",
     "pi-equilibrium-delay": "PASS",
     "conservation": "PASS",
     "bit-identical": "PASS",
@@ -92,6 +93,8 @@ def test_laws_at_known_points():
     assert laws.cubic_window(0.01, 0.005) == pytest.approx(math.sqrt(150), rel=1e-12)
     assert laws.dctcp_bps(0.01, 0.01) == pytest.approx(200 * 11584 / 0.01)
     # PFTK tends to the periodic square-root law when T0 → 0.
+    # CoDel: drops at t1, t1 + I, t1 + I + I/√2, ...: 3 by t1 + 1.71·I.
+    assert laws.codel_drops_by(1.0 + 1.70, 1.0, 1.0) == 2 and laws.codel_drops_by(1.0 + 1.71, 1.0, 1.0) == 3
     assert laws.pftk_bps(0.001, 0.1, 0.0) == pytest.approx((1 - 0.001) * 11584 / (0.1 * math.sqrt(2 * 0.001 / 3)))
 
 

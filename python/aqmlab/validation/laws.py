@@ -289,6 +289,60 @@ def _coupling(quick: bool, progress: Progress | None, runs: _Collector) -> Judge
     return j
 
 
+# --- CoDel's control law ----------------------------------------------------
+
+def codel_drops_by(t_s: float, t1_s: float, interval_s: float) -> int:
+    """Drops by ``t_s`` in one dropping episode that began at ``t1_s``:
+    drop k happens at t1 + Σ_{j=1}^{k-1} interval/√j (RFC 8289 §5.5: the
+    next drop is scheduled from the previous schedule, not from the dequeue
+    that performed it)."""
+    if t_s < t1_s:
+        return 0
+    n, t = 1, t1_s
+    while True:
+        t += interval_s / math.sqrt(n)
+        if t > t_s:
+            return n
+        n += 1
+
+
+def _codel_spacing(quick: bool, progress: Progress | None, runs: _Collector) -> Judgement:
+    target_s = 0.005
+    # (link rate, interval, run length): one dropping episode from start to end.
+    cases = [(10e6, 0.1, 10.0), (1e9, 0.1, 10.0), (100e6, 0.02, 3.0)]
+    if not quick:
+        cases += [(100e6, 0.1, 10.0), (10e6, 0.02, 3.0), (10e9, 0.1, 5.0)]
+    trees, meta = [], []
+    for link, interval, t_end in cases:
+        # The law needs the sojourn above target all along: a constant-rate
+        # source whose excess over the link exceeds twice the law's final
+        # drop rate (≈ √N/interval·…, taken as 2·N/T) keeps the queue full.
+        pkts_per_s = link / (1500 * 8)
+        n_guess = codel_drops_by(t_end, interval, interval)
+        excess = max(0.2 * pkts_per_s, 2 * 2 * n_guess / t_end)
+        send_bps = (pkts_per_s + excess) * 1500 * 8
+        # The first packet above target arrives at target·C/(R − C), leaves
+        # target later; the first drop follows one interval after that.
+        t1 = target_s * pkts_per_s / excess + target_s + interval
+        trees.append(dumbbell(
+            name=f"{suite.CODEL_SPACING.id} {link / 1e6:g}Mbps interval={interval * 1e3:g}ms", rate_bps=link, aqm="codel",
+            params={"interval": f"{interval * 1e3:g}ms", "target": "5ms"},
+            flows=[{"cc": "udp", "rate": f"{round(send_bps)}bps", "rtt": "20ms"}], duration_s=t_end, warmup_s=0.0,
+            buffer="200ms"))  # fmt: skip
+        meta.append((link, interval, t_end, t1))
+    summaries = run_summaries(trees, progress, suite.CODEL_SPACING.id)
+    runs.add(suite.CODEL_SPACING.id, summaries)
+    out = []
+    for (link, interval, t_end, t1), s in zip(meta, summaries, strict=True):
+        q = _bottleneck(s)
+        got = q["drops_by_reason"]["aqm"]
+        expected = codel_drops_by(t_end, t1, interval)
+        tags = {"link": f"{link / 1e6:g}Mbps", "interval": f"{interval * 1e3:g}ms", "run": f"{t_end:g}s"}
+        extra = {"law_drops": expected, "measured_drops": got, "first_drop_s": t1, "overflow_drops": q["drops_by_reason"]["overflow"]}
+        out.append((tags, got / expected, extra))
+    return suite.CODEL_SPACING.judge(out)
+
+
 # --- PIE and PI2 equilibrium delay ------------------------------------------
 
 def _pi_delay(quick: bool, progress: Progress | None, runs: _Collector) -> Judgement:
@@ -356,6 +410,7 @@ def judgements(quick: bool, progress: Progress | None = None) -> list[Judgement]
         js.append(suite.PRAGUE.not_applicable("no 'prague' congestion control in this build's registry"))
     js.append(_dctcp_step(quick, progress, runs))
     js.append(_coupling(quick, progress, runs))
+    js.append(_codel_spacing(quick, progress, runs))
     js.append(_pi_delay(quick, progress, runs))
     js.append(_conservation(runs))
     return js

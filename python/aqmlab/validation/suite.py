@@ -108,6 +108,10 @@ COUPLING = row(Row(
     "coupling", "laws", "Coupled AQMs signal p_C = (p_L/k)²",
     "RFC 9332 §2.1: p_C = (p_CL/k)²; realised rates, corrected for the variance of p′ (Jensen)",
     "(p_C / (p_L/k)²) / (E[p_c] / (E[p_cl]/k)²)", _theory(Band.between(0.8, 1.25), "coupling")))
+CODEL_SPACING = row(Row(
+    "codel-spacing", "laws", "CoDel spaces its drops interval/√count",
+    "RFC 8289 §5.5: drop k at t_1 + Σ_{j<k} interval/√j while the sojourn stays above target",
+    "drops / law (persistent overload)", _theory(Band.between(0.95, 1.05), "codel-spacing")))
 PI_DELAY = row(Row(
     "pi-equilibrium-delay", "laws", "PIE and PI2 hold the mean queue delay at their target",
     "RFC 8033 §4.2 / De Schepper et al. 2016: the integral term zeroes the delay error",
