@@ -26,6 +26,7 @@ EXPECTED_QUICK = {
     "dctcp-step": "FAIL",  # open: mark fraction 0.7-0.8 of sqrt(2/W*)
     "coupling": "DEVIATES-KNOWN",  # DualPI2 at 10 Mbit/s, 10+10 flows: overload saturates the coupling
     "codel-spacing": "PASS",
+    "qcn-equilibrium": "PASS",
     "pi-equilibrium-delay": "PASS",
     "conservation": "PASS",
     "bit-identical": "PASS",

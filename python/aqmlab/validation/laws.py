@@ -343,6 +343,35 @@ def _codel_spacing(quick: bool, progress: Progress | None, runs: _Collector) -> 
     return suite.CODEL_SPACING.judge(out)
 
 
+# --- QCN's equilibrium -------------------------------------------------------
+
+def _qcn_equilibrium(quick: bool, progress: Progress | None, runs: _Collector) -> Judgement:
+    """Seed 003's scalability grid: N sources on a 10 Gbit/s link, starting
+    at 100/N Gbit/s each, buffer 100 packets, Q_eq = 22, Fb-hat on."""
+    q_eq_pkts = 22
+    grid = [(10, 40e-6), (100, 400e-6)] if quick else [(n, r) for n in (10, 50, 100) for r in (40e-6, 200e-6, 400e-6)]
+    trees = []
+    for n, rtt in grid:
+        trees.append(dumbbell(
+            name=f"{suite.QCN_EQUILIBRIUM.id} N={n} rtt={rtt * 1e6:g}us", rate_bps=10e9, aqm="qcn", params={"q_eq": f"{q_eq_pkts}pkt"},
+            flows=[{"cc": "qcn", "count": n, "rtt": f"{rtt * 1e6:g}us", "rate": f"{100 / n:g}Gbps", "packet_size": "1500B",
+                    "start_jitter": "100us", "params": {"r_ai": "25Mbps", "halve_ai_cycles": False, "fbhat": True}}],
+            duration_s=0.6 if quick else 2.0, warmup_s=0.2, buffer="100pkt"))  # fmt: skip
+    summaries = run_summaries(trees, progress, suite.QCN_EQUILIBRIUM.id)
+    runs.add(suite.QCN_EQUILIBRIUM.id, summaries)
+    out = []
+    for (n, rtt), s in zip(grid, summaries, strict=True):
+        q = _bottleneck(s)
+        soj_ms = (q.get("sojourn_ms") or {}).get("mean")
+        util = q.get("utilization")
+        # Little's law: mean packets queued = departure rate × mean sojourn.
+        mean_q = None if soj_ms is None or util is None else util * 10e9 / (1500 * 8) * soj_ms / 1e3
+        tags = {"sources": n, "rtt": f"{rtt * 1e6:g}us"}
+        extra = {"mean_queue_pkts": mean_q, "q_eq_pkts": q_eq_pkts, "utilization": util, "drops": q.get("drops")}
+        out.append((tags, None if mean_q is None else mean_q / q_eq_pkts, extra))
+    return suite.QCN_EQUILIBRIUM.judge(out)
+
+
 # --- PIE and PI2 equilibrium delay ------------------------------------------
 
 def _pi_delay(quick: bool, progress: Progress | None, runs: _Collector) -> Judgement:
@@ -411,6 +440,7 @@ def judgements(quick: bool, progress: Progress | None = None) -> list[Judgement]
     js.append(_dctcp_step(quick, progress, runs))
     js.append(_coupling(quick, progress, runs))
     js.append(_codel_spacing(quick, progress, runs))
+    js.append(_qcn_equilibrium(quick, progress, runs))
     js.append(_pi_delay(quick, progress, runs))
     js.append(_conservation(runs))
     return js

@@ -112,6 +112,10 @@ CODEL_SPACING = row(Row(
     "codel-spacing", "laws", "CoDel spaces its drops interval/√count",
     "RFC 8289 §5.5: drop k at t_1 + Σ_{j<k} interval/√j while the sojourn stays above target",
     "drops / law (persistent overload)", _theory(Band.between(0.95, 1.05), "codel-spacing")))
+QCN_EQUILIBRIUM = row(Row(
+    "qcn-equilibrium", "laws", "QCN drives the queue to Q_eq for many sources and long RTTs",
+    "seed 003 (Kabbani, Pan, Prabhakar, Seaman): Fb = −(Q_off + w·Q_delta) is zero only at Q = Q_eq, Q_delta = 0",
+    "mean queue (Little) / Q_eq", _theory(Band.between(0.5, 2.0), "qcn-equilibrium")))
 PI_DELAY = row(Row(
     "pi-equilibrium-delay", "laws", "PIE and PI2 hold the mean queue delay at their target",
     "RFC 8033 §4.2 / De Schepper et al. 2016: the integral term zeroes the delay error",
