@@ -62,6 +62,7 @@ def test_report_files_and_figures(quick_run):
     assert html.count("<img") >= 8 and "reno-sqrt" in html
     assert (out / "validation.md").read_text().startswith("| row |")
     assert report["quick"] is True and report["commit"]
+    assert any(n.startswith("laws: ") for n in report["skipped_in_quick"]), "quick mode says what it skips"
     for r in report["rows"]:
         assert r["source"].startswith("docs/validation.md#") and r["basis"] == "theory"
         for c in r["cases"]:

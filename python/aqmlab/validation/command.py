@@ -70,6 +70,8 @@ def cli_validation(args: argparse.Namespace) -> int:
         out.print(t)
         for g in report.skipped_groups:
             out.print(f"group '{g}' is not in this build: skipped", markup=False)
+        for note in report.skipped_in_quick:
+            out.print(f"quick mode skips, {note}", markup=False)
     err.print(f"{len(report.rows)} rows in {report.wall_s:.0f} s: {len(report.failed)} FAIL; wrote {files['json']}, "
               f"{files['markdown'].name}, {files['html'].name}", markup=False)  # fmt: skip
     return EXIT_FAILED if report.failed else EXIT_OK

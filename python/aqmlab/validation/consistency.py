@@ -25,7 +25,9 @@ from aqmlab.validation import suite
 from aqmlab.validation.runner import dumbbell, run_summaries
 from aqmlab.validation.suite import Progress
 
-__all__ = ["judgements", "differing_fields", "topology_of"]
+__all__ = ["judgements", "differing_fields", "topology_of", "SKIPPED_IN_QUICK"]
+
+SKIPPED_IN_QUICK = "dumbbell vs topology: the PIE and DualPI2 networks; determinism and time scaling run 10 s and 20 s instead of 30 s and 60 s"
 
 #: Summary fields that describe how a run went, not what it computed.
 VOLATILE = ("perf",)

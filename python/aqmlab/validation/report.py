@@ -38,6 +38,8 @@ class Report:
     quick: bool
     rows: list[tuple[str, Judgement]] = field(default_factory=list)  # (group, judgement)
     skipped_groups: list[str] = field(default_factory=list)
+    #: What quick mode leaves out, per group (each group's SKIPPED_IN_QUICK).
+    skipped_in_quick: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     commit: str = "unknown"
     version: str = ""
@@ -64,6 +66,7 @@ class Report:
             "version": self.version,
             "wall_s": self.wall_s,
             "skipped_groups": self.skipped_groups,
+            "skipped_in_quick": self.skipped_in_quick,
             "verdicts": {v.value: sum(j.verdict is v for _, j in self.rows) for v in Verdict},
             "rows": rows,
         }
@@ -95,6 +98,8 @@ class Report:
         lines += ["", f"{mode} suite, commit `{self.commit}`, aqmlab {self.version}, {self.wall_s:.0f} s wall."]
         if self.skipped_groups:
             lines.append(f"Groups not in this build: {', '.join(self.skipped_groups)}.")
+        for note in self.skipped_in_quick:
+            lines.append(f"Quick mode skips, {note}.")
         return "\n".join(lines) + "\n"
 
     # --- files ----------------------------------------------------------------
@@ -129,6 +134,8 @@ class Report:
         parts.append("</table>")
         if self.skipped_groups:
             parts.append(f"<p>Groups not in this build: {html.escape(', '.join(self.skipped_groups))}.</p>")
+        for note in self.skipped_in_quick:
+            parts.append(f"<p>Quick mode skips, {html.escape(note)}.</p>")
         for _, j in self.rows:
             r = self.row_of(j)
             parts.append(f"<h2 id='{html.escape(r.id if r else j.claim)}'>{html.escape(j.claim)}: {j.verdict.value}</h2>")
@@ -171,39 +178,40 @@ def _plot(j: Judgement, r: suite.Row | None) -> str | None:
     measured = [c for c in j.cases if c.measured is not None]
     if not measured:
         return None
-    pairs = [(k_law, k_meas) for k_law, k_meas in (("law_bps", "measured_bps"), ("law_mark_fraction", "measured_mark_fraction"))
+    pairs = [(k_law, k_meas) for k_law, k_meas in (("law_bps", "measured_bps"), ("law_mark_fraction", "measured_mark_fraction"),
+                                                     ("law_drops", "measured_drops"))
              if all(c.extra.get(k_law) and c.extra.get(k_meas) for c in measured)]  # fmt: skip
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
     band = j.tolerance.band
+    colours = ["tab:green" if c.verdict is Verdict.PASS else "tab:red" for c in measured]
     if pairs:
+        fig, (law_ax, ax) = plt.subplots(1, 2, figsize=(11, 4.4), gridspec_kw={"width_ratios": [1, 1.4]})
         k_law, k_meas = pairs[0]
         xs = [c.extra[k_law] for c in measured]
         ys = [c.extra[k_meas] for c in measured]
         lo, hi = min(xs + ys) / 1.5, max(xs + ys) * 1.5
-        ax.plot([lo, hi], [lo, hi], color="k", lw=1, label="law")
-        if band.low is not None:
-            ax.plot([lo, hi], [lo * band.low, hi * band.low], color="grey", ls="--", lw=1, label="band")
-        if band.high is not None:
-            ax.plot([lo, hi], [lo * band.high, hi * band.high], color="grey", ls="--", lw=1)
-        for c, x, y in zip(measured, xs, ys, strict=True):
-            ax.scatter([x], [y], color="tab:green" if c.verdict is Verdict.PASS else "tab:red", zorder=3)
-            ax.annotate(c.label, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        unit = "bit/s" if k_law == "law_bps" else "fraction"
-        ax.set_xlabel(f"law ({unit})")
-        ax.set_ylabel(f"measured ({unit})")
+        law_ax.plot([lo, hi], [lo, hi], color="k", lw=1, label="law")
+        for edge in (band.low, band.high):
+            if edge is not None:
+                law_ax.plot([lo, hi], [lo * edge, hi * edge], color="grey", ls="--", lw=1)
+        law_ax.scatter(xs, ys, c=colours, zorder=3)
+        law_ax.set_xscale("log")
+        law_ax.set_yscale("log")
+        unit = {"law_bps": "bit/s", "law_mark_fraction": "fraction", "law_drops": "drops"}[k_law]
+        law_ax.set_xlabel(f"law ({unit})")
+        law_ax.set_ylabel(f"measured ({unit})")
+        law_ax.legend(fontsize=7)
+        law_ax.set_title("measured against law, each operating point", fontsize=8)
     else:
-        ys = [c.measured for c in measured]
-        ax.scatter(range(len(ys)), ys, c=["tab:green" if c.verdict is Verdict.PASS else "tab:red" for c in measured], zorder=3)
-        for v in (band.low, band.high):
-            if v is not None:
-                ax.axhline(v, color="grey", ls="--", lw=1)
-        ax.set_xticks(range(len(ys)))
-        ax.set_xticklabels([c.label for c in measured], rotation=60, ha="right", fontsize=6)
-        ax.set_ylabel(r.figure if r else "judged figure")
-    ax.set_title(j.claim, fontsize=9)
-    ax.legend(fontsize=7) if pairs else None
+        fig, ax = plt.subplots(figsize=(7, 4.4))
+    # The judged figure per case, with the band: every case labelled.
+    ax.scatter(range(len(measured)), [c.measured for c in measured], c=colours, zorder=3)
+    for edge in (band.low, band.high):
+        if edge is not None:
+            ax.axhline(edge, color="grey", ls="--", lw=1)
+    ax.set_xticks(range(len(measured)))
+    ax.set_xticklabels([c.label for c in measured], rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel(r.figure if r else "judged figure", fontsize=8)
+    fig.suptitle(f"{j.claim}: {j.verdict.value}", fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
@@ -219,6 +227,8 @@ def run_suite(quick: bool, progress: Progress | None = None, groups: list[str] |
     loaded, skipped = suite.load_groups(groups or suite.GROUPS)
     rep = Report(quick=quick, skipped_groups=skipped, commit=commit_of_tree(), version=__version__)
     for name, mod in loaded:
+        if quick and getattr(mod, "SKIPPED_IN_QUICK", None):
+            rep.skipped_in_quick.append(f"{name}: {mod.SKIPPED_IN_QUICK}")
         for j in mod.judgements(quick, progress):
             rep.rows.append((name, j))
     rep.wall_s = time.perf_counter() - t0
