@@ -1,8 +1,8 @@
 """Self-consistency: the engine against itself.
 
-* Determinism: the same scenario and seed give the identical summary in this
-  process, on the process pool with one and with two workers (and on dask
-  when it is installed).
+* Determinism: the same scenario and seed give the identical summary
+  straight through the engine, through the sweep runner with one job and
+  with two workers (and on dask when it is installed).
 * A dumbbell and the same network written as ``[topology]`` (the dumbbell's
   per-flow access delays as pure-delay links, its uncongested ACK path as a
   pure-delay reverse link) give identical results.
@@ -62,13 +62,13 @@ def _base(seed: int, quick: bool) -> dict[str, Any]:
 
 
 def _bit_identical(quick: bool, progress: Progress | None) -> Judgement:
+    from aqmlab import _engine
     from aqmlab.results import build_summary
     from aqmlab.scenario import validate
 
     trees = [_base(seed, quick) for seed in (3, 4)]
-    # In this process, through the same summary builder the pool uses.
-    from aqmlab import _engine
-
+    # The reference: straight through the engine in this process, with the
+    # summary builder the pool's workers use.
     reference = []
     for t in trees:
         n = validate(t)
@@ -76,27 +76,19 @@ def _bit_identical(quick: bool, progress: Progress | None) -> Judgement:
         reference.append(build_summary(json.loads(raw["summary"]), n))
     if progress is not None:
         progress(len(trees), suite.IDENTICAL_JOBS.id)
-    import os
-
-    backends: list[tuple[str, Any]] = []
-    saved = os.environ.get("AQMLAB_VALIDATION_JOBS")
-    try:
-        for jobs in (1, 2):
-            os.environ["AQMLAB_VALIDATION_JOBS"] = str(jobs)
-            backends.append((f"local pool, {jobs} job{'s' if jobs > 1 else ''}", run_summaries(trees, progress, suite.IDENTICAL_JOBS.id)))
-    finally:
-        if saved is None:
-            os.environ.pop("AQMLAB_VALIDATION_JOBS", None)
-        else:
-            os.environ["AQMLAB_VALIDATION_JOBS"] = saved
+    backends: list[tuple[str, Any]] = [
+        (f"sweep runner, {n} job{'s' if n > 1 else ''}", run_summaries(trees, progress, suite.IDENTICAL_JOBS.id, n_jobs=n))
+        for n in (1, 2)
+    ]
     notes = []
     try:
         import dask.distributed  # noqa: F401
 
         from aqmlab.sweep import make_point, run_points
 
-        outs = run_points([make_point(t, {}) for t in trees], jobs=2, cache_dir=None, backend="dask")
-        backends.append(("dask, 2 workers", [o.summary for o in outs]))
+        points = [make_point(t, {}) for t in trees]
+        by_key = {o.point.key: o.summary for o in run_points(points, jobs=2, cache_dir=None, backend="dask")}
+        backends.append(("dask, 2 workers", [by_key.get(p.key) for p in points]))
     except ImportError:
         notes.append("dask is not installed: the dask backend was not compared (pip install 'aqmlab[dask]' to include it)")
     cases = []

@@ -65,9 +65,11 @@ def dumbbell(
     return tree
 
 
-def run_summaries(trees: Sequence[Mapping[str, Any]], progress: Progress | None = None, label: str = "") -> list[dict[str, Any]]:
-    """Run scenario trees on the process pool; their summaries, in order.
-    A failed run raises (a validation run that did not run is not N/A)."""
+def run_summaries(trees: Sequence[Mapping[str, Any]], progress: Progress | None = None, label: str = "",
+                  n_jobs: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Run scenario trees on the process pool (``n_jobs`` workers, default
+    :func:`jobs`); their summaries, in order. A failed run raises (a
+    validation run that did not run is not N/A)."""
     from aqmlab.sweep import make_point, run_points
 
     points = [make_point(t, {}) for t in trees]
@@ -76,7 +78,7 @@ def run_summaries(trees: Sequence[Mapping[str, Any]], progress: Progress | None 
         if progress is not None:
             progress(1, label)
 
-    outcomes = run_points(points, jobs=min(jobs(), max(1, len(points))), cache_dir=None, progress=step)
+    outcomes = run_points(points, jobs=min(n_jobs or jobs(), max(1, len(points))), cache_dir=None, progress=step)
     by_key = {o.point.key: o for o in outcomes}
     out = []
     for p in points:
