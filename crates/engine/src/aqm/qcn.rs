@@ -54,6 +54,13 @@ pub struct QcnConfig {
     /// Each sampling interval is drawn uniformly within ±this fraction of
     /// its table value, so sources are not sampled in lock-step (0: exact).
     pub sample_jitter: f64,
+    /// The quantiser's range: |Fb| is scaled against
+    /// `Fb_max = Q_eq·(2·fb_range_w + 1)`. None: `w` itself, so the range
+    /// (and with it the gain per packet of queue offset) moves with w; a
+    /// number pins the range, so changing w only adds derivative gain.
+    /// docs/algorithms/qcn.md "The quantiser and w".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fb_range_w: Option<f64>,
 }
 
 impl Default for QcnConfig {
@@ -68,6 +75,8 @@ impl Default for QcnConfig {
             // ±15 %: the QCN pseudocode's U[0.85, 1.15] randomisation (unverified for the CP;
             // spec digest pitfall 15: randomise to avoid synchronisation).
             sample_jitter: 0.15,
+            // The range follows w, as in the QCN CP models cross-checked (see the docs).
+            fb_range_w: None,
         }
     }
 }
@@ -133,7 +142,11 @@ impl Qcn {
         if !(0.0..1.0).contains(&cfg.sample_jitter) {
             return Err(format!("sample_jitter: must lie in [0, 1) (got {})", cfg.sample_jitter));
         }
-        let fb_max = q_eq * (2.0 * cfg.w + 1.0);
+        let range_w = cfg.fb_range_w.unwrap_or(cfg.w);
+        if !(range_w.is_finite() && range_w >= 0.0) {
+            return Err(format!("fb_range_w: must be a non-negative number (got {range_w})"));
+        }
+        let fb_max = q_eq * (2.0 * range_w + 1.0);
         let vars = QcnVars { until_sample: cfg.sample_base as i64, ..QcnVars::default() };
         Ok(Qcn {
             fifo: Fifo::new(FifoConfig {}, env)?,
@@ -223,7 +236,7 @@ mod tests {
     use crate::net::packet::Ecn;
 
     fn cp(q_eq: BufferSpec, sample_base: u64, jitter: f64, limit_pkts: u64) -> Harness<Qcn> {
-        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter };
+        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter, fb_range_w: None };
         Harness::new(Qcn::new(cfg, &env(10_000_000_000, limit_pkts)).unwrap())
     }
 
@@ -320,6 +333,31 @@ mod tests {
         // Every arrival was sampled, the two dropped ones too (Q = 3 > Q_eq,
         // Fb = -1 -> 6): their source is told as well.
         assert_eq!(h.feedback.iter().map(|p| p.aux).collect::<Vec<_>>(), vec![6, 12, 18, 6, 6]);
+    }
+
+    #[test]
+    fn the_quantisers_range_follows_w_unless_pinned() {
+        // Q_eq 22 packets. A sample with Q_off = 10, Q_δ = 5 (Q 32 after 27):
+        // w = 2: |Fb| = 20 of Fb_max 110 -> floor(20·63/110) = 11;
+        // w = 4, range follows w: |Fb| = 30 of Fb_max 198 -> floor(9.55) = 9 (smaller than at w = 2);
+        // w = 4, range pinned at w = 2: |Fb| = 30 of 110 -> floor(17.18) = 17.
+        let fbq = |w: f64, range: Option<f64>| {
+            let cfg = QcnConfig { q_eq: BufferSpec::Packets(22), w, sample_base: 1500, sample_jitter: 0.0, fb_range_w: range };
+            let mut h = Harness::new(Qcn::new(cfg, &env(10_000_000_000, 100)).unwrap());
+            for i in 0..31 {
+                h.enqueue(i, data(0, Ecn::NotEct));
+            }
+            // Every arrival is sampled; set Q_old for the 32nd arrival's sample.
+            h.q.vars.q_old = 27.0;
+            h.enqueue(31, data(0, Ecn::NotEct));
+            h.q.vars.fb_quantized
+        };
+        assert_eq!(fbq(2.0, None), 11);
+        assert_eq!(fbq(4.0, None), 9);
+        assert_eq!(fbq(4.0, Some(2.0)), 17);
+        assert_eq!(fbq(2.0, Some(2.0)), 11);
+        let cfg = QcnConfig { fb_range_w: Some(-1.0), ..QcnConfig::default() };
+        assert!(Qcn::new(cfg, &env(1_000_000, 10)).unwrap_err().starts_with("fb_range_w: must be a non-negative number"));
     }
 
     #[test]

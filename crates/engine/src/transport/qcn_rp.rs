@@ -416,12 +416,20 @@ impl QcnSource {
 
     /// Internal state worth plotting (owner `flowN` in the probes table).
     pub fn probe_names(&self) -> &'static [&'static str] {
-        &["target_rate_bps", "fbhat", "cnms"]
+        &["target_rate_bps", "fbhat", "cnms", "stage"]
     }
 
+    /// `stage`: 0 released, 1 Fast Recovery, 2 Active Increase, 3 Hyper-Active
+    /// Increase (seed 003's "distribution of flows in FR, AI").
     pub fn probe(&self, out: &mut [f64]) {
         let v = &self.rp.vars;
-        out.copy_from_slice(&[self.rp.target_rate_bps() as f64, v.fbhat as f64, v.cnms as f64]);
+        let stage = match self.rp.stage() {
+            RpStage::Released => 0.0,
+            RpStage::FastRecovery => 1.0,
+            RpStage::ActiveIncrease => 2.0,
+            RpStage::HyperActiveIncrease => 3.0,
+        };
+        out.copy_from_slice(&[self.rp.target_rate_bps() as f64, v.fbhat as f64, v.cnms as f64, stage]);
     }
 
     fn stopped(&self) -> bool {
