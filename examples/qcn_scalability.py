@@ -6,7 +6,8 @@ saturated at 31, 50/100-packet cycles in FR and AI).
     python examples/qcn_scalability.py [--n 10,50,100] [--rtt-us 40,400]
         [--w 2] [--fb-range-w W] [--efr] [--no-fbhat] [--duration 1s] [--seeds 1]
 
-Prints, per (N, RTT, seed): utilisation, mean and standard deviation of the
+Prints, per (N, RTT, seed), over [warm-up, duration] (default 1-3 s):
+utilisation, mean and standard deviation of the
 queue (1 ms samples) after the warm-up, drops after the warm-up, Jain's index
 over the sources' goodput, and the shares of sources whose limiter is in
 Fast Recovery (no TR change since the last CNM) vs increasing.
@@ -31,7 +32,7 @@ PKT_BITS = 1500 * 8
 
 
 def scenario(n: int, rtt_us: float, *, w: float = 2.0, fb_range_w: float | None = None, efr: bool = False,
-             fbhat: bool = True, duration: str = "1s", warmup: str = "500ms", seed: int = 1) -> Scenario:
+             fbhat: bool = True, duration: str = "3s", warmup: str = "1s", seed: int = 1) -> Scenario:
     """The seed's scalability case for N sources at one RTT."""
     cp: dict = {"q_eq": "22pkt", "w": w}
     if fb_range_w is not None:
@@ -64,7 +65,12 @@ def measure(res: aqmlab.Result, warmup_s: float) -> dict[str, float]:
     after = t > warmup_s
     backlog = qts["backlog_pkts"].to_numpy(dtype=float)[after]
     q = res.queue()
+    pr = res.probes
+    st = pr[(pr["probe"] == "stage") & (pr["t_s"] > warmup_s)]["value"].to_numpy(dtype=float)
     return {
+        "fr": float((st == 1).mean()),
+        "ai": float((st >= 2).mean()),
+        "released": float((st == 0).mean()),
         "util": float(q.get("utilization", float("nan"))),
         "q_mean": float(backlog.mean()),
         "q_std": float(backlog.std()),
@@ -72,6 +78,15 @@ def measure(res: aqmlab.Result, warmup_s: float) -> dict[str, float]:
         "drops": float(q.get("drops", q.get("dropped_pkts", float("nan")))),
         "jain": jain(good),
     }
+
+
+def _seconds(text: str) -> float:
+    """'500ms' or '1s' in seconds (the script's own two units)."""
+    if text.endswith("ms"):
+        return float(text[:-2]) * 1e-3
+    if text.endswith("s"):
+        return float(text[:-1])
+    raise SystemExit(f"--warmup: give a time like '500ms' or '1s' (got {text!r})")
 
 
 def main() -> None:
@@ -82,12 +97,12 @@ def main() -> None:
     ap.add_argument("--fb-range-w", type=float, default=None)
     ap.add_argument("--efr", action="store_true", help="extra fast recovery on")
     ap.add_argument("--no-fbhat", action="store_true")
-    ap.add_argument("--duration", default="1s")
-    ap.add_argument("--warmup", default="500ms")
+    ap.add_argument("--duration", default="3s")
+    ap.add_argument("--warmup", default="1s")
     ap.add_argument("--seeds", type=int, default=1)
     a = ap.parse_args()
-    warm_s = aqmlab.parse_duration_ns(a.warmup) * 1e-9 if hasattr(aqmlab, "parse_duration_ns") else float(a.warmup.rstrip("ms")) * 1e-3
-    print("N\trtt_us\tseed\tutil\tq_mean\tq_std\tq_max\tdrops\tjain\twall_s")
+    warm_s = _seconds(a.warmup)
+    print("N\trtt_us\tseed\tutil\tq_mean\tq_std\tq_max\tdrops\tjain\tFR\tAI+HAI\treleased\twall_s")
     for n in [int(x) for x in a.n.split(",")]:
         for rtt in [float(x) for x in a.rtt_us.split(",")]:
             for seed in range(1, a.seeds + 1):
@@ -96,7 +111,8 @@ def main() -> None:
                 t0 = time.time()
                 m = measure(aqmlab.run(sc), warm_s)
                 print(f"{n}\t{rtt:g}\t{seed}\t{m['util']:.4f}\t{m['q_mean']:.1f}\t{m['q_std']:.1f}\t{m['q_max']:.0f}\t"
-                      f"{m['drops']:.0f}\t{m['jain']:.3f}\t{time.time() - t0:.1f}", flush=True)
+                      f"{m['drops']:.0f}\t{m['jain']:.3f}\t{m['fr']:.2f}\t{m['ai']:.2f}\t{m['released']:.2f}\t"
+                      f"{time.time() - t0:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -164,3 +164,23 @@ fn scalability_grid_corners_settle_at_q_eq() {
         assert_eq!(drops, 0.0, "N {n} RTT {rtt} us: drops after settling");
     }
 }
+
+/// Seed 003, "100 sources, RTT = 400 usecs w=2 vs w=4": "increasing w weights
+/// the derivative more and hence leads to less wiggly queues". A direction
+/// claim (the seed gives no number): the queue's standard deviation over
+/// 0.5-1.5 s is smaller at w = 4 than at w = 2, both with the 6-bit
+/// quantiser's default range (Fb_max = 5·Q_eq, not tied to w).
+#[test]
+fn a_larger_w_gives_a_less_wiggly_queue_at_100_sources_and_400_us() {
+    let sd = |w: f64| {
+        let mut sc = scalability(100, 400, "1.5s");
+        sc["bottleneck"]["params"]["w"] = w.into();
+        let s = series(&run(sc));
+        let xs: Vec<f64> = s.idx(500, 1500).map(|i| s.backlog[i]).collect();
+        let m = mean(&xs);
+        (xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / xs.len() as f64).sqrt()
+    };
+    let (w2, w4) = (sd(2.0), sd(4.0));
+    eprintln!("queue standard deviation: w = 2 {w2:.1} packets, w = 4 {w4:.1}");
+    assert!(w4 < w2, "w = 4 swings {w4} packets, w = 2 {w2}");
+}

@@ -15,7 +15,7 @@
 //!
 //! At each sample: `Q_off = Q − Q_eq`, `Q_δ = Q − Q_old`, `Q_old = Q`,
 //! `Fb = −(Q_off + w·Q_δ)`. Only negative feedback is sent: |Fb| is
-//! quantised to 6 bits against `Fb_max = Q_eq·(2w + 1)` and carried in a
+//! quantised to 6 bits against `Fb_max = Q_eq·(2·fb_range_w + 1)` (5·Q_eq by default) and carried in a
 //! congestion notification message (CNM) to the sampled frame's source.
 //! The sampling interval shrinks as |Fb| grows (see [`SAMPLE_TABLE`]).
 //! docs/algorithms/qcn.md lists what could and could not be checked.
@@ -55,12 +55,12 @@ pub struct QcnConfig {
     /// its table value, so sources are not sampled in lock-step (0: exact).
     pub sample_jitter: f64,
     /// The quantiser's range: |Fb| is scaled against
-    /// `Fb_max = Q_eq·(2·fb_range_w + 1)`. None: `w` itself, so the range
-    /// (and with it the gain per packet of queue offset) moves with w; a
-    /// number pins the range, so changing w only adds derivative gain.
+    /// `Fb_max = Q_eq·(2·fb_range_w + 1)`, fixed whatever `w` is, so a
+    /// larger w adds derivative gain and leaves the gain per packet of
+    /// queue offset alone. Setting it equal to `w` ties the range to w (the
+    /// gain per packet of offset then falls as 1/(2w + 1)).
     /// docs/algorithms/qcn.md "The quantiser and w".
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fb_range_w: Option<f64>,
+    pub fb_range_w: f64,
 }
 
 impl Default for QcnConfig {
@@ -75,8 +75,11 @@ impl Default for QcnConfig {
             // ±15 %: the QCN pseudocode's U[0.85, 1.15] randomisation (unverified for the CP;
             // spec digest pitfall 15: randomise to avoid synchronisation).
             sample_jitter: 0.15,
-            // The range follows w, as in the QCN CP models cross-checked (see the docs).
-            fb_range_w: None,
+            // Fb_max = 5·Q_eq: the range at the standard's w = 2, kept fixed when w changes,
+            // as the fluid model behind seed 003's w claim has a constant gain G_d per unit
+            // of Fb (docs/algorithms/qcn.md "The quantiser and w": tying it to w made
+            // w = 4 swing more, against the seed).
+            fb_range_w: 2.0,
         }
     }
 }
@@ -102,7 +105,7 @@ pub struct Qcn {
     /// The queue itself: tail-drop at the scenario's buffer limit.
     fifo: Fifo,
     cfg: QcnConfig,
-    /// Q_eq in its unit, and Fb_max = Q_eq·(2w + 1).
+    /// Q_eq in its unit, and Fb_max = Q_eq·(2·fb_range_w + 1).
     q_eq: f64,
     fb_max: f64,
     pub vars: QcnVars,
@@ -142,7 +145,7 @@ impl Qcn {
         if !(0.0..1.0).contains(&cfg.sample_jitter) {
             return Err(format!("sample_jitter: must lie in [0, 1) (got {})", cfg.sample_jitter));
         }
-        let range_w = cfg.fb_range_w.unwrap_or(cfg.w);
+        let range_w = cfg.fb_range_w;
         if !(range_w.is_finite() && range_w >= 0.0) {
             return Err(format!("fb_range_w: must be a non-negative number (got {range_w})"));
         }
@@ -236,7 +239,7 @@ mod tests {
     use crate::net::packet::Ecn;
 
     fn cp(q_eq: BufferSpec, sample_base: u64, jitter: f64, limit_pkts: u64) -> Harness<Qcn> {
-        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter, fb_range_w: None };
+        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter, fb_range_w: 2.0 };
         Harness::new(Qcn::new(cfg, &env(10_000_000_000, limit_pkts)).unwrap())
     }
 
@@ -336,12 +339,12 @@ mod tests {
     }
 
     #[test]
-    fn the_quantisers_range_follows_w_unless_pinned() {
+    fn the_quantisers_range_is_pinned_unless_tied_to_w() {
         // Q_eq 22 packets. A sample with Q_off = 10, Q_δ = 5 (Q 32 after 27):
         // w = 2: |Fb| = 20 of Fb_max 110 -> floor(20·63/110) = 11;
-        // w = 4, range follows w: |Fb| = 30 of Fb_max 198 -> floor(9.55) = 9 (smaller than at w = 2);
+        // w = 4, range tied to w: |Fb| = 30 of Fb_max 198 -> floor(9.55) = 9 (smaller than at w = 2);
         // w = 4, range pinned at w = 2: |Fb| = 30 of 110 -> floor(17.18) = 17.
-        let fbq = |w: f64, range: Option<f64>| {
+        let fbq = |w: f64, range: f64| {
             let cfg = QcnConfig { q_eq: BufferSpec::Packets(22), w, sample_base: 1500, sample_jitter: 0.0, fb_range_w: range };
             let mut h = Harness::new(Qcn::new(cfg, &env(10_000_000_000, 100)).unwrap());
             for i in 0..31 {
@@ -352,11 +355,11 @@ mod tests {
             h.enqueue(31, data(0, Ecn::NotEct));
             h.q.vars.fb_quantized
         };
-        assert_eq!(fbq(2.0, None), 11);
-        assert_eq!(fbq(4.0, None), 9);
-        assert_eq!(fbq(4.0, Some(2.0)), 17);
-        assert_eq!(fbq(2.0, Some(2.0)), 11);
-        let cfg = QcnConfig { fb_range_w: Some(-1.0), ..QcnConfig::default() };
+        assert_eq!(fbq(2.0, 2.0), 11);
+        assert_eq!(fbq(4.0, 4.0), 9, "range tied to w");
+        assert_eq!(fbq(4.0, 2.0), 17, "range pinned (the default)");
+        assert_eq!(QcnConfig::default().fb_range_w, 2.0);
+        let cfg = QcnConfig { fb_range_w: -1.0, ..QcnConfig::default() };
         assert!(Qcn::new(cfg, &env(1_000_000, 10)).unwrap_err().starts_with("fb_range_w: must be a non-negative number"));
     }
 
