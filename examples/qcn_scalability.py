@@ -52,6 +52,38 @@ def scenario(n: int, rtt_us: float, *, w: float = 2.0, fb_range_w: float | None 
     )
 
 
+def hotspot(*, efr: bool = False, fbhat: bool = True, seed: int = 1, drop_bps: str = "500Mbps") -> Scenario:
+    """Seed 003's "0.5G Hotspot": 10 sources (1.05 Gbit/s line rate), a 10 Gbit/s link
+    at `drop_bps` from 2 s to 4 s, RTT 40 µs, buffer 100 packets, Q_eq 22."""
+    return Scenario(
+        name="qcn-hotspot-recovery",
+        duration="4.5s",
+        warmup="3.5s",
+        seed=seed,
+        bottleneck=Bottleneck(rate="10Gbps", buffer="100pkt", aqm="qcn", params={"q_eq": "22pkt"},
+                              rate_schedule=[{"at": "2s", "rate": drop_bps}, {"at": "4s", "rate": "10Gbps"}]),
+        flows=[FlowGroup(cc="qcn", count=10, rtt="40us", rate="1.05Gbps", packet_size="1500B", start_jitter="100us",
+                         params={"r_ai": "25Mbps", "halve_ai_cycles": False, "fbhat": fbhat,
+                                 "extra_fast_recovery": efr})],
+        metrics={"interval": "1ms"},
+    )
+
+
+def recovery_ms(res: aqmlab.Result, from_s: float = 4.0, rate_bps: float = 10e9, frac: float = 0.95) -> float:
+    """Milliseconds after `from_s` until every 1 ms interval of the next 10 carries
+    at least `frac` of `rate_bps` (NaN if never)."""
+    qts = res.queue_timeseries
+    qts = qts[qts["queue"] == "bottleneck"]
+    t = qts["t_ns"].to_numpy(dtype=np.int64)
+    dep = np.diff(qts["departed_pkts"].to_numpy(dtype=float), prepend=0.0)
+    need = frac * rate_bps * 1e-3 / PKT_BITS
+    idx = np.nonzero(t > from_s * 1e9)[0]
+    for i in idx[:-10]:
+        if (dep[i : i + 10] >= need).all():
+            return (t[i] - 1_000_000) / 1e6 - from_s * 1e3
+    return float("nan")
+
+
 def jain(x: np.ndarray) -> float:
     return float(x.sum() ** 2 / (len(x) * (x**2).sum()))
 
@@ -60,7 +92,7 @@ def measure(res: aqmlab.Result, warmup_s: float) -> dict[str, float]:
     fl = res.flows
     good = fl["goodput_bps"].to_numpy(dtype=float)
     qts = res.queue_timeseries
-    qts = qts[qts["queue"] == "bottleneck"] if "queue" in qts else qts
+    qts = qts[qts["queue"] == "bottleneck"]
     t = qts["t_ns"].to_numpy(dtype=float) * 1e-9
     after = t > warmup_s
     backlog = qts["backlog_pkts"].to_numpy(dtype=float)[after]
@@ -100,7 +132,17 @@ def main() -> None:
     ap.add_argument("--duration", default="3s")
     ap.add_argument("--warmup", default="1s")
     ap.add_argument("--seeds", type=int, default=1)
+    ap.add_argument("--hotspot", action="store_true",
+                    help="instead: the 0.5G hotspot's recovery time after 4 s, Fb-hat and extra fast recovery on/off")
     a = ap.parse_args()
+    if a.hotspot:
+        print("fbhat\tefr\tseed\trecovery_ms")
+        for fbhat in (True, False):
+            for efr in (False, True):
+                for seed in range(1, a.seeds + 1):
+                    ms = recovery_ms(aqmlab.run(hotspot(efr=efr, fbhat=fbhat, seed=seed)))
+                    print(f"{fbhat}\t{efr}\t{seed}\t{ms:.0f}", flush=True)
+        return
     warm_s = _seconds(a.warmup)
     print("N\trtt_us\tseed\tutil\tq_mean\tq_std\tq_max\tdrops\tjain\tFR\tAI+HAI\treleased\twall_s")
     for n in [int(x) for x in a.n.split(",")]:
