@@ -15,7 +15,7 @@
 //!
 //! At each sample: `Q_off = Q − Q_eq`, `Q_δ = Q − Q_old`, `Q_old = Q`,
 //! `Fb = −(Q_off + w·Q_δ)`. Only negative feedback is sent: |Fb| is
-//! quantised to 6 bits against `Fb_max = Q_eq·(2w + 1)` and carried in a
+//! quantised to 6 bits against `Fb_max = Q_eq·(2·fb_range_w + 1)` (5·Q_eq by default) and carried in a
 //! congestion notification message (CNM) to the sampled frame's source.
 //! The sampling interval shrinks as |Fb| grows (see [`SAMPLE_TABLE`]).
 //! docs/algorithms/qcn.md lists what could and could not be checked.
@@ -54,6 +54,13 @@ pub struct QcnConfig {
     /// Each sampling interval is drawn uniformly within ±this fraction of
     /// its table value, so sources are not sampled in lock-step (0: exact).
     pub sample_jitter: f64,
+    /// The quantiser's range: |Fb| is scaled against
+    /// `Fb_max = Q_eq·(2·fb_range_w + 1)`, fixed whatever `w` is, so a
+    /// larger w adds derivative gain and leaves the gain per packet of
+    /// queue offset alone. Setting it equal to `w` ties the range to w (the
+    /// gain per packet of offset then falls as 1/(2w + 1)).
+    /// docs/algorithms/qcn.md "The quantiser and w".
+    pub fb_range_w: f64,
 }
 
 impl Default for QcnConfig {
@@ -68,6 +75,11 @@ impl Default for QcnConfig {
             // ±15 %: the QCN pseudocode's U[0.85, 1.15] randomisation (unverified for the CP;
             // spec digest pitfall 15: randomise to avoid synchronisation).
             sample_jitter: 0.15,
+            // Fb_max = 5·Q_eq: the range at the standard's w = 2, kept fixed when w changes,
+            // as the fluid model behind seed 003's w claim has a constant gain G_d per unit
+            // of Fb (docs/algorithms/qcn.md "The quantiser and w": tying it to w made
+            // w = 4 swing more, against the seed).
+            fb_range_w: 2.0,
         }
     }
 }
@@ -93,7 +105,7 @@ pub struct Qcn {
     /// The queue itself: tail-drop at the scenario's buffer limit.
     fifo: Fifo,
     cfg: QcnConfig,
-    /// Q_eq in its unit, and Fb_max = Q_eq·(2w + 1).
+    /// Q_eq in its unit, and Fb_max = Q_eq·(2·fb_range_w + 1).
     q_eq: f64,
     fb_max: f64,
     pub vars: QcnVars,
@@ -133,7 +145,11 @@ impl Qcn {
         if !(0.0..1.0).contains(&cfg.sample_jitter) {
             return Err(format!("sample_jitter: must lie in [0, 1) (got {})", cfg.sample_jitter));
         }
-        let fb_max = q_eq * (2.0 * cfg.w + 1.0);
+        let range_w = cfg.fb_range_w;
+        if !(range_w.is_finite() && range_w >= 0.0) {
+            return Err(format!("fb_range_w: must be a non-negative number (got {range_w})"));
+        }
+        let fb_max = q_eq * (2.0 * range_w + 1.0);
         let vars = QcnVars { until_sample: cfg.sample_base as i64, ..QcnVars::default() };
         Ok(Qcn {
             fifo: Fifo::new(FifoConfig {}, env)?,
@@ -223,7 +239,7 @@ mod tests {
     use crate::net::packet::Ecn;
 
     fn cp(q_eq: BufferSpec, sample_base: u64, jitter: f64, limit_pkts: u64) -> Harness<Qcn> {
-        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter };
+        let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter, fb_range_w: 2.0 };
         Harness::new(Qcn::new(cfg, &env(10_000_000_000, limit_pkts)).unwrap())
     }
 
@@ -320,6 +336,31 @@ mod tests {
         // Every arrival was sampled, the two dropped ones too (Q = 3 > Q_eq,
         // Fb = -1 -> 6): their source is told as well.
         assert_eq!(h.feedback.iter().map(|p| p.aux).collect::<Vec<_>>(), vec![6, 12, 18, 6, 6]);
+    }
+
+    #[test]
+    fn the_quantisers_range_is_pinned_unless_tied_to_w() {
+        // Q_eq 22 packets. A sample with Q_off = 10, Q_δ = 5 (Q 32 after 27):
+        // w = 2: |Fb| = 20 of Fb_max 110 -> floor(20·63/110) = 11;
+        // w = 4, range tied to w: |Fb| = 30 of Fb_max 198 -> floor(9.55) = 9 (smaller than at w = 2);
+        // w = 4, range pinned at w = 2: |Fb| = 30 of 110 -> floor(17.18) = 17.
+        let fbq = |w: f64, range: f64| {
+            let cfg = QcnConfig { q_eq: BufferSpec::Packets(22), w, sample_base: 1500, sample_jitter: 0.0, fb_range_w: range };
+            let mut h = Harness::new(Qcn::new(cfg, &env(10_000_000_000, 100)).unwrap());
+            for i in 0..31 {
+                h.enqueue(i, data(0, Ecn::NotEct));
+            }
+            // Every arrival is sampled; set Q_old for the 32nd arrival's sample.
+            h.q.vars.q_old = 27.0;
+            h.enqueue(31, data(0, Ecn::NotEct));
+            h.q.vars.fb_quantized
+        };
+        assert_eq!(fbq(2.0, 2.0), 11);
+        assert_eq!(fbq(4.0, 4.0), 9, "range tied to w");
+        assert_eq!(fbq(4.0, 2.0), 17, "range pinned (the default)");
+        assert_eq!(QcnConfig::default().fb_range_w, 2.0);
+        let cfg = QcnConfig { fb_range_w: -1.0, ..QcnConfig::default() };
+        assert!(Qcn::new(cfg, &env(1_000_000, 10)).unwrap_err().starts_with("fb_range_w: must be a non-negative number"));
     }
 
     #[test]

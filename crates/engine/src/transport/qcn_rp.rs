@@ -15,7 +15,8 @@
 //! - Kabbani, Pan, Prabhakar, Seaman, "QCN Transience and Equilibrium:
 //!   Response and Stability" (seed 003): the Fb-hat extension.
 //!
-//! On a CNM carrying quantised |Fb|: `TR = CR`, `CR = CR·(1 − G_d·|Fb|)`,
+//! On a CNM carrying quantised |Fb|: `TR = CR` (unless extra fast recovery
+//! keeps TR: a CNM before the byte counter's first cycle), `CR = CR·(1 − G_d·|Fb|)`,
 //! both counters restart and the RP is in Fast Recovery. Each completed
 //! cycle of either counter then sets `CR = (CR + TR)/2`, after first raising
 //! TR by R_AI once either counter has done more than 5 cycles (Active
@@ -56,6 +57,15 @@ pub struct QcnRpConfig {
     pub halve_ai_cycles: bool,
     /// Each cycle length is drawn uniformly within ±this fraction (0: exact).
     pub cycle_jitter: f64,
+    /// Extra fast recovery (seed 003, "Other Features"; see `ReactionPoint::on_cnm`):
+    /// a CNM that arrives before the byte counter has completed a cycle since
+    /// the previous CNM leaves TR where it was, and at the end of the first
+    /// cycle a TR more than `efr_tr_ratio` times CR is divided by `efr_tr_divisor`.
+    pub extra_fast_recovery: bool,
+    /// TR/CR ratio above which the first cycle's end shrinks TR.
+    pub efr_tr_ratio: f64,
+    /// The divisor applied to TR then.
+    pub efr_tr_divisor: f64,
     /// The seed's Fb-hat extension: a source-side congestion estimate that
     /// shortens byte-counter cycles when no CNM has come for a while.
     pub fbhat: bool,
@@ -91,6 +101,14 @@ impl Default for QcnRpConfig {
             halve_ai_cycles: true,
             // QCN pseudocode: cycle lengths drawn from U[0.85, 1.15] (unverified in the standard).
             cycle_jitter: 0.15,
+            // Off: seed 003 lists it with Drift and Fb-hat under "Other Features", apart
+            // from "Basic QCN", and the IEEE8021-CN-MIB has no object for it; opt-in like
+            // Fb-hat. Its rule is cross-checked against the QCN-derived RP of
+            // bobzhuyb/ns3-rdma (docs/algorithms/qcn.md "Extra fast recovery").
+            extra_fast_recovery: false,
+            // ns3-rdma's QCN-derived rate adjustment: TR > 10·CR at the first cycle's end -> TR/8.
+            efr_tr_ratio: 10.0,
+            efr_tr_divisor: 8.0,
             // off: 802.1Qau as standardised; the seed's extension is opt-in.
             fbhat: false,
             // Seed 003: "Fb-hat is counted using a 5-bit saturation counter", saturated at 31.
@@ -121,6 +139,12 @@ impl QcnRpConfig {
         }
         if !(0.0..1.0).contains(&self.cycle_jitter) {
             return Err(format!("cycle_jitter: must lie in [0, 1) (got {})", self.cycle_jitter));
+        }
+        if !(self.efr_tr_ratio >= 1.0 && self.efr_tr_ratio.is_finite()) {
+            return Err(format!("efr_tr_ratio: must be a number >= 1 (got {})", self.efr_tr_ratio));
+        }
+        if !(self.efr_tr_divisor >= 1.0 && self.efr_tr_divisor.is_finite()) {
+            return Err(format!("efr_tr_divisor: must be a number >= 1 (got {})", self.efr_tr_divisor));
         }
         if self.fbhat_halve_pkts == 0 {
             return Err("fbhat_halve_pkts: must be at least 1".into());
@@ -221,12 +245,20 @@ impl ReactionPoint {
             // Seed 003: "For every Fb recd by RL: Fb-hat <- Fb-hat + Fb", saturating.
             v.fbhat = (v.fbhat + fb).min(self.cfg.fbhat_max);
         }
-        if !v.limited {
+        let first = !v.limited;
+        if first {
             // The first CNM installs a limiter at the line rate.
             v.limited = true;
             v.cr_bps = self.line_rate_bps;
         }
-        v.tr_bps = v.cr_bps;
+        // Extra fast recovery: a CNM within the first byte-counter cycle after
+        // the previous one (a burst of CNMs, e.g. from a burst of overflow)
+        // cuts CR again but keeps TR at the rate before the burst, so
+        // recovery aims at the pre-congestion rate. Without it (and on the
+        // first CNM) TR = CR (Allerton 2008 §II).
+        if first || !self.cfg.extra_fast_recovery || v.bc_cycles > 0 {
+            v.tr_bps = v.cr_bps;
+        }
         let cut = v.cr_bps as f64 * (1.0 - self.cfg.gd * fb as f64);
         v.cr_bps = (cut.round() as u64).max(self.cfg.min_rate.min(self.line_rate_bps));
         v.bc_cycles = 0;
@@ -279,7 +311,14 @@ impl ReactionPoint {
     fn cycle_end(&mut self) {
         let (c, v) = (&self.cfg, &mut self.vars);
         let fr = c.fast_recovery_cycles;
-        if v.bc_cycles > fr && v.timer_cycles > fr {
+        let first_cycle = v.bc_cycles == 1 || v.timer_cycles == 1;
+        if c.extra_fast_recovery && first_cycle && v.tr_bps as f64 > c.efr_tr_ratio * v.cr_bps as f64 {
+            // Extra fast recovery's other half: after a burst of CNMs has cut CR
+            // far below the TR it kept, TR would pull CR back far above the
+            // capacity just found; at the first cycle's end TR is shrunk instead
+            // of raised, matching the offered rate to the available capacity.
+            v.tr_bps = (v.tr_bps as f64 / c.efr_tr_divisor).round() as u64;
+        } else if v.bc_cycles > fr && v.timer_cycles > fr {
             // Hyper-Active Increase: TR += i·R_HAI, i = HAI cycles so far.
             let i = (v.bc_cycles.min(v.timer_cycles) - fr) as u64;
             v.tr_bps = v.tr_bps.saturating_add(i * c.r_hai);
@@ -377,12 +416,20 @@ impl QcnSource {
 
     /// Internal state worth plotting (owner `flowN` in the probes table).
     pub fn probe_names(&self) -> &'static [&'static str] {
-        &["target_rate_bps", "fbhat", "cnms"]
+        &["target_rate_bps", "fbhat", "cnms", "stage"]
     }
 
+    /// `stage`: 0 released, 1 Fast Recovery, 2 Active Increase, 3 Hyper-Active
+    /// Increase (seed 003's "distribution of flows in FR, AI").
     pub fn probe(&self, out: &mut [f64]) {
         let v = &self.rp.vars;
-        out.copy_from_slice(&[self.rp.target_rate_bps() as f64, v.fbhat as f64, v.cnms as f64]);
+        let stage = match self.rp.stage() {
+            RpStage::Released => 0.0,
+            RpStage::FastRecovery => 1.0,
+            RpStage::ActiveIncrease => 2.0,
+            RpStage::HyperActiveIncrease => 3.0,
+        };
+        out.copy_from_slice(&[self.rp.target_rate_bps() as f64, v.fbhat as f64, v.cnms as f64, stage]);
     }
 
     fn stopped(&self) -> bool {

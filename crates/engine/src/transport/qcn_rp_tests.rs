@@ -8,8 +8,14 @@ use crate::sim::rng::Domain;
 const G: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
 
+/// Allerton 2008 §II's RP (extra fast recovery off, the default), no jitter.
 fn exact() -> QcnRpConfig {
     QcnRpConfig { cycle_jitter: 0.0, ..QcnRpConfig::default() }
+}
+
+/// With seed 003's extra fast recovery.
+fn efr() -> QcnRpConfig {
+    QcnRpConfig { extra_fast_recovery: true, ..exact() }
 }
 
 fn rp(line_bps: u64, cfg: QcnRpConfig) -> ReactionPoint {
@@ -128,6 +134,99 @@ fn the_timer_alone_recovers_an_idle_limiter() {
         let t = r.timer_deadline_ns().unwrap();
         r.on_timer(t);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Extra fast recovery (seed 003 "Other Features")
+
+#[test]
+fn extra_fast_recovery_keeps_tr_through_a_burst_of_cnms() {
+    let mut r = rp(G, efr());
+    // A burst: three CNMs with no byte-counter cycle between them. CR is cut
+    // each time (750 M, then *96/128 twice), TR stays at the pre-burst 1 G.
+    for t in 0..3 {
+        r.on_cnm(t, 32);
+    }
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (421_875_000, G));
+    // First cycle end: TR/CR = 2.37 < 10, so TR is kept and CR halves the gap.
+    assert_eq!(bc_cycle(&mut r), 100);
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (710_937_500, G));
+    // A CNM after a completed cycle: TR = CR as usual.
+    r.on_cnm(10, 32);
+    assert_eq!((r.vars.cr_bps, r.vars.tr_bps), (533_203_125, 710_937_500));
+    // The same burst without extra fast recovery: TR follows CR down.
+    let mut p = rp(G, exact());
+    for t in 0..3 {
+        p.on_cnm(t, 32);
+    }
+    assert_eq!((p.vars.cr_bps, p.vars.tr_bps), (421_875_000, 562_500_000));
+}
+
+#[test]
+fn extra_fast_recovery_shrinks_a_tr_ten_times_cr_at_the_first_cycle() {
+    // Six |Fb| = 63 CNMs in a burst: CR = 10 G·(65/128)^6 = 170.9 Mbit/s, TR 10 G.
+    let mut r = rp(10 * G, efr());
+    for t in 0..6 {
+        r.on_cnm(t, 63);
+    }
+    let cr0 = r.vars.cr_bps;
+    assert!((170_000_000..172_000_000).contains(&cr0), "{cr0}");
+    assert_eq!(r.vars.tr_bps, 10 * G);
+    // TR > 10·CR: the first cycle's end divides TR by 8 (1.25 G), then CR = (CR + TR)/2.
+    bc_cycle(&mut r);
+    assert_eq!(r.vars.tr_bps, 1_250_000_000);
+    assert_eq!(r.vars.cr_bps, (cr0 + 1_250_000_000).div_ceil(2));
+    // Cycle 2: no more shrinking (only the first cycle's end), plain Fast Recovery.
+    let tr = r.vars.tr_bps;
+    bc_cycle(&mut r);
+    assert_eq!(r.vars.tr_bps, tr);
+    // The timer's first cycle is a first cycle too.
+    let mut r = rp(10 * G, efr());
+    for t in 0..6 {
+        r.on_cnm(t, 63);
+    }
+    let t = r.timer_deadline_ns().unwrap();
+    r.on_timer(t);
+    assert_eq!(r.vars.tr_bps, 1_250_000_000);
+    // Without extra fast recovery TR followed CR down and is not shrunk.
+    let mut p = rp(10 * G, exact());
+    for t in 0..6 {
+        p.on_cnm(t, 63);
+    }
+    let tr = p.vars.tr_bps;
+    bc_cycle(&mut p);
+    assert_eq!(p.vars.tr_bps, tr);
+}
+
+// ---------------------------------------------------------------------------
+// Drift: the timer raises a slow source relatively more than a fast one
+
+#[test]
+fn the_timer_drifts_low_rate_sources_preferentially() {
+    // Seed 003: "Drift: timer-based, gentle rate increase ... improves fairness
+    // by preferentially drifting low rate sources". One |Fb| = 63 CNM halves a
+    // 10 Mbit/s and a 10 Gbit/s source. A byte counter alone would take the
+    // slow one 1000 times as long to recover (150 KB at ~5 Mbit/s is 240 ms
+    // per cycle); the timer recovers it in 5 x 15 ms of Fast Recovery plus
+    // one 7.5 ms Active Increase cycle ((CR + TR + 5 Mbit/s)/2 > line rate).
+    let release_ms = |line: u64| {
+        let mut s = QcnSource::new(0, 1500, Ecn::NotEct, 0, None, rp(line, exact()));
+        s.on_cnm(0, &cnm(63));
+        let mut out = vec![];
+        for us in (10..2_000_000).step_by(10) {
+            run_until(&mut s, us * 1000, &mut out);
+            if s.rp.stage() == RpStage::Released {
+                return (us as f64 / 1000.0, s.rp.vars.bc_cycles);
+            }
+        }
+        panic!("not released");
+    };
+    let (slow_ms, slow_bc) = release_ms(10_000_000);
+    let (fast_ms, _) = release_ms(10 * G);
+    assert_eq!(slow_bc, 0, "the slow source's byte counter never completed a cycle");
+    assert!((82.4..82.6).contains(&slow_ms), "slow source released after {slow_ms} ms");
+    assert!(fast_ms < 2.0, "fast source released after {fast_ms} ms");
+    assert!(slow_ms / fast_ms < 1000.0 / 10.0, "ratio {}", slow_ms / fast_ms);
 }
 
 // ---------------------------------------------------------------------------
