@@ -4,6 +4,7 @@ engine errors surface as Python exceptions."""
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,3 +182,16 @@ def test_plot_names_known_without_matplotlib_are_the_plots() -> None:
     from aqmlab.results import PLOT_NAMES
 
     assert tuple(PLOTS) == PLOT_NAMES
+
+
+def test_importing_plots_leaves_the_callers_matplotlib_backend_alone() -> None:
+    """Notebooks choose their backend (inline); only the CLI picks Agg."""
+    import subprocess
+    import sys
+
+    code = ("import matplotlib; matplotlib.use('svg'); import aqmlab.plots, aqmlab.validation.report; "
+            "print(matplotlib.get_backend())")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "svg"

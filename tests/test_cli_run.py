@@ -270,3 +270,44 @@ def test_parquet_tables_equal_the_result_tables(tmp_path: Path) -> None:
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "o" / f"{name}.parquet"), df)
         pd.testing.assert_frame_equal(back.tables[name], df)
     assert str(r.flows["fct_ns"].dtype) == "Int64" and r.flows["fct_ns"].isna().any() and r.flows["fct_ns"].notna().any()
+
+
+def _tiny_toml(tmp_path: Path) -> Path:
+    import tomli_w
+    from conftest import tiny
+
+    f = tmp_path / "tiny.toml"
+    f.write_text(tomli_w.dumps(tiny()))
+    return f
+
+
+def test_run_into_a_closed_pipe_saves_and_exits_0(tmp_path: Path) -> None:
+    """`aqmlab run X | head`: the reader is gone before anything is printed.
+    The run is saved first, and a closed stdout is not an error."""
+    import os
+
+    f = _tiny_toml(tmp_path)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    proc = subprocess.run([sys.executable, "-m", "aqmlab", "run", str(f), "--out", str(tmp_path / "o")],
+                          stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)  # fmt: skip
+    os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["flows"]
+
+
+def test_piped_output_does_not_hard_wrap_the_suggested_command(tmp_path: Path) -> None:
+    out = tmp_path / ("a-rather-long-output-directory-name-" * 4 + "end")
+    proc = cli("run", str(_tiny_toml(tmp_path)), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert f"run: aqmlab report {out}" in proc.stderr.replace("'", "")
+
+
+def test_debug_mode_keeps_the_exit_code(tmp_path: Path) -> None:
+    f = tmp_path / "bad.toml"
+    f.write_text('duration = "1s"\n[bottleneck]\nrate = "fast"\n')
+    plain = cli("validate", str(f))
+    debug = cli("validate", str(f), env={"AQMLAB_DEBUG": "1"})
+    assert plain.returncode == 2 and debug.returncode == 2
+    assert "Traceback" in debug.stderr and "Traceback" not in plain.stderr

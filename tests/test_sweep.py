@@ -103,7 +103,11 @@ def test_failed_run_is_reported_and_never_removes_cached_successes(tmp_path: Pat
         return real(text)
 
     monkeypatch.setattr(sw, "_simulate", flaky)
-    res = sweep_fn(spec(seeds=2), jobs=1, cache_dir=cache)
+    # Failures are impossible to miss: the API raises, with what did run.
+    with pytest.raises(sw.SweepFailed, match="4 of 8 runs failed") as info:
+        sweep_fn(spec(seeds=2), jobs=1, cache_dir=cache, out=tmp_path / "o")
+    assert info.value.result.failed == 4 and (tmp_path / "o" / "runs.parquet").exists()
+    res = sweep_fn(spec(seeds=2), jobs=1, cache_dir=cache, allow_failures=True)
     assert (res.cached, res.ran, res.failed) == (4, 0, 4)
     assert len(Cache(cache)) == 4  # successes kept, failures not cached
     failed = res.runs[res.runs["status"] == "failed"]
@@ -185,6 +189,27 @@ def test_cli_sweep_writes_tables_and_hits_cache(tmp_path: Path) -> None:
     assert "± " in second.stdout  # mean ± 95% CI in the terminal table
 
 
+def test_sweep_from_an_unguarded_script(tmp_path: Path) -> None:
+    """The README's example as a plain script, without an
+    ``if __name__ == "__main__":`` guard, in parallel: every run succeeds and
+    the script's top level runs once (workers do not re-import it)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import aqmlab\n"
+        "print('top level ran', flush=True)\n"
+        f"base = {tiny(duration='1s', warmup='200ms')!r}\n"
+        "s = aqmlab.sweep(base, {'bottleneck.buffer': ['20ms', '60ms']}, seeds=2, jobs=2, cache_dir=None)\n"
+        "print('runs', s.ran, 'failed', s.failed)\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("top level ran") == 1
+    assert "runs 4 failed 0" in proc.stdout
+
+
 def test_cli_sweep_interrupted_by_ctrl_c_resumes(tmp_path: Path) -> None:
     """SIGINT (Ctrl-C) mid-sweep: exit 130, finished runs cached, the re-run
     simulates only the rest and the table has every run once."""
@@ -235,3 +260,10 @@ def test_dask_backend(tmp_path: Path) -> None:
         return
     res = sweep_fn(spec(seeds=1), backend="dask", jobs=2, cache_dir=tmp_path / "c")
     assert res.ran == 4 and res.failed == 0
+
+
+def test_sweep_result_repr_is_short_whatever_the_size(tmp_path: Path) -> None:
+    res = sweep_fn(spec(seeds=2), jobs=1, cache_dir=tmp_path / "c")
+    text = repr(res)
+    assert len(text) < 300 and "8 runs" in text and "bottleneck.buffer (2)" in text
+    assert "<table" in res._repr_html_()

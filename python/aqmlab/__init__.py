@@ -38,6 +38,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SizeDist",
+    "SweepFailed",
     "SweepResult",
     "Tcp",
     "Topology",
@@ -57,6 +58,7 @@ _LAZY_MODULES = {"sweep": "aqmlab.sweep"}
 
 _LAZY = {
     "SweepResult": "aqmlab.sweep",
+    "SweepFailed": "aqmlab.sweep",
     "Result": "aqmlab.results",
     "run": "aqmlab.results",
     "Scenario": "aqmlab.scenario",
@@ -94,7 +96,7 @@ if TYPE_CHECKING:
         loads,
         validate,
     )
-    from aqmlab.sweep import SweepResult
+    from aqmlab.sweep import SweepFailed, SweepResult
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import sys
+import traceback
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,8 +44,19 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 def _consoles() -> tuple[Console, Console]:
     from rich.console import Console
 
-    out = Console(width=None if sys.stdout.isatty() else 120, highlight=False)
-    err = Console(stderr=True, width=None if sys.stderr.isatty() else 120, highlight=False)
+    class PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's default exits with status 1; a reader that stops early
+            # (`| head`) is not an error: main() turns this into exit 0.
+            self.quiet = True
+            raise BrokenPipeError("stdout closed by the reader")
+
+    # Not a terminal: tables at 120 columns, but text lines are never
+    # hard-wrapped (a wrapped line would split a command meant to be copied).
+    out = PipeAwareConsole(width=None if sys.stdout.isatty() else 120, soft_wrap=not sys.stdout.isatty(),
+                           highlight=False)  # fmt: skip
+    err = PipeAwareConsole(stderr=True, width=None if sys.stderr.isatty() else 120, soft_wrap=not sys.stderr.isatty(),
+                  highlight=False)  # fmt: skip
     return out, err
 
 
@@ -193,12 +205,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         tree["seed"] = args.seed
     r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet)
+    out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
+    # Save before printing: a reader that closes the pipe early (`| head`)
+    # must not cost the run. Plots and the report cost more than a small
+    # run (matplotlib, pandas): only on request, or later with `aqmlab report`.
+    files = r.save(out, plots=args.plots, report=args.report)
     if not args.quiet:
         print_summary(r, out_c, all_flows=args.all_flows)
-    out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
-    # Plots and the report cost more than a small run (matplotlib, pandas):
-    # only on request, or later with `aqmlab report DIR`.
-    files = r.save(out, plots=args.plots, report=args.report)
     written = f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables"
     later = f"aqmlab report {shlex.quote(str(out))}"
     if "report" in files:
@@ -487,28 +500,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # The CLI only writes image files: no display backend. Set for this
+    # process only, and never by the library (notebooks keep inline figures).
+    os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(argv)
     debug = bool(os.environ.get("AQMLAB_DEBUG"))
     try:
         return int(args.func(args))
     except ScenarioError as e:  # includes SweepError and unavailable experiments
-        if debug:
-            raise
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
         sys.stderr.write(f"aqmlab: error: {e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        if debug:
-            raise
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
         note = "; finished runs are cached, re-run to resume" if args.command in ("sweep", "reproduce") else ""
         sys.stderr.write(f"aqmlab: interrupted{note}\n")
         return EXIT_INTERRUPTED
     except RuntimeError as e:  # the engine failed (panic, broken invariant)
-        if debug:
-            raise
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
         sys.stderr.write(f"aqmlab: engine error: {e}\n")
         return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader went away (`aqmlab run X | head`): not an error. Point
+        # stdout at /dev/null so the interpreter's final flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except OSError as e:
-        if debug:
-            raise
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
         sys.stderr.write(f"aqmlab: error: {e}\n")
         return EXIT_FAILED

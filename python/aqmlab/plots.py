@@ -1,4 +1,7 @@
-"""Plots of one run (matplotlib, Agg backend: no display needed).
+"""Plots of one run (matplotlib).
+
+The library never picks a matplotlib backend (that would break inline
+figures in notebooks); the CLI chooses Agg for itself.
 
 Each function takes a :class:`~aqmlab.results.Result` and returns a
 matplotlib Figure (or None when the run has no data for it, e.g. no finite
@@ -13,16 +16,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from aqmlab.scenario import atomic_write_bytes  # noqa: E402
+from aqmlab.scenario import atomic_write_bytes
 
 if TYPE_CHECKING:
     from aqmlab.results import Result

@@ -57,6 +57,7 @@ __all__ = [
     "Cache",
     "Point",
     "SweepError",
+    "SweepFailed",
     "SweepResult",
     "SweepSpec",
     "DEFAULT_CACHE_DIR",
@@ -73,6 +74,20 @@ DEFAULT_CACHE_DIR = ".aqmlab-cache"
 
 class SweepError(ScenarioError):
     """A sweep file or grid is invalid (one line; the CLI exits with code 2)."""
+
+
+class SweepFailed(RuntimeError):
+    """Some runs of a sweep failed. ``result`` holds everything that did run
+    (failed points are rows with status "failed"); ``result.errors`` says why."""
+
+    def __init__(self, result: SweepResult):
+        self.result = result
+        first = result.errors[0] if result.errors else ("?", "?")
+        super().__init__(
+            f"{result.failed} of {result.total} runs failed (first: {first[0]}: {first[1]}); "
+            "the runs that succeeded are in this exception's .result; "
+            "pass allow_failures=True to get the result back instead of this error"
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -365,13 +380,16 @@ def run_points(
 
 
 def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None], outcome_of: Any) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    # loky (joblib's executor) rather than multiprocessing: its workers do
+    # not re-import the caller's ``__main__``, so a sweep works from an
+    # unguarded script and from a notebook cell, and the reusable executor
+    # keeps warm workers between calls. Workers ignore SIGINT: the parent
+    # decides, and stops them.
+    from concurrent.futures import FIRST_COMPLETED, wait
 
-    # spawn: forking a process that runs progress-bar threads is unsafe.
-    # Workers ignore SIGINT: the parent decides, and stops them.
-    ctx = multiprocessing.get_context("spawn")
-    ex = ProcessPoolExecutor(max_workers=min(n_jobs, len(todo)), mp_context=ctx, initializer=_ignore_sigint)
+    from loky import get_reusable_executor
+
+    ex = get_reusable_executor(max_workers=min(n_jobs, len(todo)), initializer=_ignore_sigint, reuse=True)
     try:
         pending = {ex.submit(_simulate, json.dumps(p.normalized)): p for p in todo}
         while pending:
@@ -386,13 +404,8 @@ def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None],
     except BaseException:
         # Stop now: cancel what has not started and end running workers.
         # Finished runs are already in the cache.
-        procs = list(getattr(ex, "_processes", {}).values())
-        ex.shutdown(wait=False, cancel_futures=True)
-        for proc in procs:
-            proc.terminate()
+        ex.shutdown(wait=False, kill_workers=True)
         raise
-    else:
-        ex.shutdown(wait=True)
 
 
 def _run_dask(
@@ -569,7 +582,7 @@ def stats_table(runs: pd.DataFrame, param_names: Sequence[str]) -> pd.DataFrame:
 # The sweep.
 
 
-@dataclass
+@dataclass(repr=False)
 class SweepResult:
     """What a sweep returns. ``runs``, ``flows``, ``stats`` are DataFrames."""
 
@@ -600,6 +613,21 @@ class SweepResult:
     @property
     def errors(self) -> list[tuple[str, str]]:
         return [(o.point.label, o.error or "") for o in self.outcomes if o.status == "failed"]
+
+    def __repr__(self) -> str:
+        # Short whatever the sweep's size (the dataclass default printed
+        # every outcome and DataFrame).
+        grid = " × ".join(f"{k} ({len(v)})" for k, v in self.spec.grid.items()) or "no grid"
+        failed = f", {self.failed} FAILED" if self.failed else ""
+        return (f"<aqmlab.SweepResult {self.spec.name!r}: {self.total} runs ({self.ran} ran, {self.cached} cached"
+                f"{failed}); grid {grid}; seeds {self.spec.seeds}; tables .runs .flows .stats>")  # fmt: skip
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = html.escape(repr(self))
+        table = self.stats.head(40).to_html(index=False, float_format=lambda x: f"{x:.4g}") if not self.stats.empty else ""
+        return f"<p><code>{head}</code></p>{table}"
 
     def save(self, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
         """``runs.parquet``, ``flows.parquet``, ``stats.parquet`` and
@@ -638,6 +666,7 @@ def sweep(
     scheduler: str | None = None,
     progress: SweepProgress | None = None,
     out: str | os.PathLike[str] | None = None,
+    allow_failures: bool = False,
 ) -> SweepResult:
     """Run a sweep and return its tables.
 
@@ -647,6 +676,10 @@ def sweep(
     ``backend`` and ``scheduler``; ``progress(done, total, point, status)``
     is called after each run (raise from it to stop; finished runs stay
     cached). With ``out`` the tables are also written there.
+
+    If any run fails, :class:`SweepFailed` is raised (after ``out`` is
+    written) carrying the partial result, unless ``allow_failures=True``:
+    then check ``result.failed`` yourself.
     """
     if isinstance(spec, SweepSpec):
         s = spec
@@ -665,6 +698,8 @@ def sweep(
     result = SweepResult(s, outcomes, runs, flows_table(outcomes, names), stats_table(runs, names))
     if out is not None:
         result.save(out)
+    if result.failed and not allow_failures:
+        raise SweepFailed(result)
     return result
 
 

@@ -170,9 +170,6 @@ def _plot(j: Judgement, r: suite.Row | None) -> str | None:
     """Measured against the law at each operating point (where the row has a
     law in bit/s or a predicted fraction), else the judged figure per case
     against the band. A base64 PNG, or None when nothing was measured."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     measured = [c for c in j.cases if c.measured is not None]
