@@ -434,6 +434,20 @@ class Result:
             f"{len(self.summary.get('queues', []))} queues, {self.summary.get('duration_s')} s>"
         )
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the headline tables (per flow, per queue)."""
+        import html
+
+        flow_cols = [c for c in ("id", "label", "cc", "ecn", "goodput_bps", "retransmits", "marks", "srtt_p50_ms")
+                     if c in self.flows.columns]  # fmt: skip
+        queue_cols = [c for c in ("queue", "subqueue", "aqm", "sojourn_p50_ms", "sojourn_p99_ms", "drop_rate",
+                                  "mark_rate", "utilization") if c in self.queues.columns]  # fmt: skip
+        fmt = {"float_format": lambda x: f"{x:.4g}", "index": False}
+        flows = self.flows[flow_cols].head(30).to_html(**fmt)
+        more = f"<p>… {len(self.flows) - 30} more flows in <code>.flows</code></p>" if len(self.flows) > 30 else ""
+        return (f"<p><code>{html.escape(repr(self))}</code></p>{flows}{more}"
+                f"{self.queues[queue_cols].to_html(**fmt)}")  # fmt: skip
+
 
 #: Names of the PNGs in ``plots/`` (aqmlab.plots.PLOTS, which imports matplotlib).
 PLOT_NAMES = ("goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct")
