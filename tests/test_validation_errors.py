@@ -34,6 +34,22 @@ CASES = [
      "bottleneck.params: unknown key 'treshold' (did you mean 'threshold'?", "allowed:"),
     ("unknown-ecn", ('rtt = "20ms"', 'rtt = "20ms"\necn = "l4"'), "flows[0].ecn: unknown ECN setting 'l4' (did you mean 'l4s'?", "allowed:"),
     ("missing-unit", ('duration = "10s"', "duration = 10"), "duration: '10' needs a unit", "units: ns, us"),
+    # No serde or Rust type names ("expected u32", "untagged enum Raw") reach the user.
+    ("fractional-count", ('rtt = "20ms"', 'rtt = "20ms"\ncount = 1.5'),
+     "flows[0].count: '1.5' is not allowed here: expected a whole number, 0 or more", ""),
+    ("negative-count", ('rtt = "20ms"', 'rtt = "20ms"\ncount = -1'),
+     "flows[0].count: '-1' is not allowed here: expected a whole number, 0 or more", ""),
+    ("unit-field-given-a-boolean", ('duration = "10s"', "duration = true"), "duration: expected text with a unit", "'5ms'"),
+    ("list-given-text", ('[bottleneck]\nrate = "10Mbps"\naqm = "fifo"\n\n[[flows]]\ncc = "cubic"\nrtt = "20ms"',
+                         'flows = "x"\n[bottleneck]\nrate = "10Mbps"'),
+     "flows: 'x' is not allowed here: expected a list", ""),
+    ("number-param-given-text", ('rtt = "20ms"', 'rtt = "20ms"\nparams = { beta = "x" }'),
+     "flows[0].params.beta: 'x' is not allowed here: expected a number", ""),
+    # No silent rounding where the unit is discrete; only documented spellings.
+    ("fractional-packets", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1.5pkt"'),
+     "bottleneck.buffer: '1.5pkt' is not a whole number of packets", "never rounds"),
+    ("fractional-bps", ('rate = "10Mbps"', 'rate = "0.5bps"'), "bottleneck.rate: '0.5bps' is not a whole number of bit/s", ""),
+    ("undocumented-packet-unit", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1000p"'), "bottleneck.buffer: '1000p' is not a buffer size", ""),
 ]  # fmt: skip
 
 
@@ -98,3 +114,14 @@ def test_bad_set_override_is_a_validation_error(tmp_path: Path) -> None:
     _assert_one_line_error(proc, "bottleneck.aqm: unknown AQM 'codle'", "allowed:")
     ok = cli("validate", str(f), "--set", "bottleneck.aqm=step", "--set", "flows[0].count=3", "--show", cwd=tmp_path)
     assert ok.returncode == 0 and 'aqm = "step"' in ok.stdout and "count = 3" in ok.stdout
+
+
+def test_durations_are_exact_end_to_end(tmp_path: Path) -> None:
+    f = tmp_path / "s.toml"
+    f.write_text(BASE.replace('duration = "10s"', 'duration = "0.3s"').replace('warmup = "2s"', 'warmup = "0.1s"'))
+    proc = cli("run", str(f), "--out", str(tmp_path / "o"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert (s["duration_s"], s["warmup_s"]) == (0.3, 0.1)

@@ -689,7 +689,46 @@ pub fn polish_serde_message(msg: &str) -> String {
         let name = rest.split('`').next().unwrap_or(rest);
         return format!("missing required key '{name}'");
     }
+    if msg.starts_with("data did not match any variant of untagged enum") {
+        // Only the unit-bearing fields (sim::units) are untagged enums.
+        return "expected text with a unit, e.g. '5ms', '10Mbps', '1.5MB' or '250pkt'".to_string();
+    }
+    if let Some(rest) = msg.strip_prefix("invalid type: ").or_else(|| msg.strip_prefix("invalid value: ")) {
+        if let Some((given, expected)) = rest.rsplit_once(", expected ") {
+            return format!("{} is not allowed here: expected {}", describe_given(given), describe_expected(expected));
+        }
+    }
     msg.replace('`', "'")
+}
+
+/// serde's "floating point `1.5`" / "string \"x\"" / "map" in the user's words.
+fn describe_given(given: &str) -> String {
+    let quoted = given
+        .split_once('`')
+        .map(|(_, v)| v.trim_end_matches('`').to_string())
+        .or_else(|| given.split_once('"').map(|(_, v)| v.trim_end_matches('"').to_string()));
+    match (given.split([' ', '`', '"']).next().unwrap_or(""), quoted) {
+        ("map", _) => "a table".to_string(),
+        ("sequence", _) => "a list".to_string(),
+        (_, Some(v)) => format!("'{v}'"),
+        _ => given.replace('`', "'"),
+    }
+}
+
+/// serde's expected type names ("u32", "f64", "a sequence") in TOML terms.
+fn describe_expected(expected: &str) -> String {
+    let e = expected.trim();
+    let text = match e {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        "a string" => "text in quotes",
+        "a sequence" => "a list (e.g. [1, 2] or [[...]] tables)",
+        _ if e == "a map" || e.starts_with("struct ") => "a table of keys",
+        _ => return e.replace('`', "'"),
+    };
+    text.to_string()
 }
 
 /// "unknown AQM 'codle' (did you mean 'codel'? allowed: fifo, codel, ...)".

@@ -57,7 +57,7 @@ fn split_number(s: &str) -> (&str, &str) {
     (s[..end].trim(), s[end..].trim())
 }
 
-/// Exact decimal `number * scale`, rounded to the nearest integer.
+/// Exact decimal `number * scale`; an error when that is not a whole number.
 /// Rejects negatives, NaN-like input and overflow.
 fn scaled_decimal(num: &str, scale: u64, what: &str, original: &str) -> Result<u64, UnitError> {
     let bad = || UnitError(format!("'{original}' is not a valid {what}"));
@@ -88,15 +88,28 @@ fn scaled_decimal(num: &str, scale: u64, what: &str, original: &str) -> Result<u
         exp -= 1;
     }
     while exp < 0 {
-        // Round half up on the last division only.
-        if exp == -1 {
-            value = (value + 5) / 10;
-        } else {
-            value /= 10;
+        // Never round: every base unit here is discrete (ns, bit/s, byte,
+        // packet), so a value finer than it is a mistake to report.
+        if value % 10 != 0 {
+            return Err(UnitError(format!(
+                "'{original}' is not a whole number of {} (aqmlab never rounds a {what})",
+                base_unit(what)
+            )));
         }
+        value /= 10;
         exp += 1;
     }
     u64::try_from(value).map_err(|_| UnitError(format!("'{original}' is too large")))
+}
+
+/// The discrete step behind each quantity's base unit (for error messages).
+fn base_unit(what: &str) -> &'static str {
+    match what {
+        "duration" => "ns",
+        "rate" => "bit/s",
+        "size" => "bytes",
+        _ => "packets",
+    }
 }
 
 fn parse_with(s: &str, units: &[(&str, u64)], what: &str, example: &str) -> Result<u64, UnitError> {
@@ -159,7 +172,7 @@ pub enum BufferSpec {
 /// "250pkt" | "1.5MB" | "250ms".
 pub fn parse_buffer(s: &str) -> Result<BufferSpec, UnitError> {
     let (num, unit) = split_number(s);
-    if unit == "pkt" || unit == "pkts" || unit == "p" {
+    if unit == "pkt" || unit == "pkts" {
         return scaled_decimal(num, 1, "packet count", s).map(BufferSpec::Packets);
     }
     if DURATION_UNITS.iter().any(|(u, _)| *u == unit) {
@@ -322,6 +335,22 @@ mod tests {
         assert!(e.0.contains("needs a unit"), "{e}");
         assert!(parse_duration_ns("ms").is_err());
         assert!(parse_buffer("10 parsecs").is_err());
+    }
+
+    #[test]
+    fn values_finer_than_the_base_unit_are_rejected_not_rounded() {
+        let e = parse_buffer("1.5pkt").unwrap_err();
+        assert!(e.0.contains("whole number of packets"), "{e}");
+        let e = parse_rate_bps("0.5bps").unwrap_err();
+        assert!(e.0.contains("bit/s"), "{e}");
+        assert!(parse_duration_ns("1.5ns").is_err());
+        assert!(parse_size_bytes("1.0005kB").is_err());
+        // Trailing zeros are exact, and so is anything that lands on the step.
+        assert_eq!(parse_duration_ns("0.300s"), Ok(300_000_000));
+        assert_eq!(parse_buffer("2.0pkt"), Ok(BufferSpec::Packets(2)));
+        // Only the documented spellings of packets.
+        assert!(parse_buffer("1000p").is_err());
+        assert_eq!(parse_buffer("1000pkts"), Ok(BufferSpec::Packets(1000)));
     }
 
     #[test]
