@@ -125,3 +125,21 @@ def test_durations_are_exact_end_to_end(tmp_path: Path) -> None:
 
     s = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert (s["duration_s"], s["warmup_s"]) == (0.3, 0.1)
+
+
+def test_wrong_kind_of_file_names_the_right_command(tmp_path: Path) -> None:
+    from conftest import EXAMPLES
+
+    for cmd in ("validate", "run"):
+        proc = cli(cmd, str(EXAMPLES / "sweep.toml"), cwd=tmp_path)
+        assert proc.returncode == 2 and "this is a sweep file" in proc.stderr and "aqmlab sweep" in proc.stderr
+    proc = cli("sweep", str(EXAMPLES / "dumbbell.toml"), cwd=tmp_path)
+    assert proc.returncode == 2 and "this is a scenario" in proc.stderr and "aqmlab run" in proc.stderr
+
+
+def test_binary_file_is_one_line_exit_2(tmp_path: Path) -> None:
+    f = tmp_path / "blob.toml"
+    f.write_bytes(b"\xff\xfe\x00binary\x80")
+    for cmd in ("validate", "run", "sweep"):
+        proc = cli(cmd, str(f), cwd=tmp_path)
+        _assert_one_line_error(proc, f"{f}: not a text file", "UTF-8")

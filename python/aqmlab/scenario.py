@@ -393,13 +393,18 @@ def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     try:
         with p.open("rb") as f:
-            return tomllib.load(f)
+            tree = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{p}: invalid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a text file (a scenario is TOML in UTF-8)") from None
     except FileNotFoundError:
         raise ScenarioError(f"{p}: no such file") from None
     except IsADirectoryError:
         raise ScenarioError(f"{p}: is a directory, not a scenario file") from None
+    if "sweep" in tree or "grid" in tree:  # keys no scenario has
+        raise ScenarioError(f"{p}: this is a sweep file, not a scenario: run it with `aqmlab sweep {p}`")
+    return tree
 
 
 def loads(text: str) -> Scenario:

@@ -159,11 +159,17 @@ class SweepSpec:
     def load(cls, path: str | os.PathLike[str]) -> SweepSpec:
         p = Path(path)
         try:
-            tree = tomllib.loads(p.read_text())
+            tree = tomllib.loads(p.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as e:
             raise SweepError(f"{p}: invalid TOML: {e}") from None
+        except UnicodeDecodeError:
+            raise SweepError(f"{p}: not a text file (a sweep file is TOML in UTF-8)") from None
         except FileNotFoundError:
             raise SweepError(f"{p}: no such file") from None
+        except IsADirectoryError:
+            raise SweepError(f"{p}: is a directory, not a sweep file") from None
+        if not any(k in tree for k in _TOP_KEYS) and any(k in tree for k in ("bottleneck", "topology", "flows")):
+            raise SweepError(f"{p}: this is a scenario, not a sweep file: run it with `aqmlab run {p}`")
         return cls.from_dict(tree, base_dir=p.parent, default_name=p.stem)
 
     @classmethod
