@@ -129,6 +129,18 @@ def test_stats_are_mean_and_student_t_interval() -> None:
     assert b["n"] == 1 and b["mean"] == 5.0 and math.isnan(b["ci95"])
 
 
+def test_no_interval_from_copies_and_fractions_stay_in_0_1() -> None:
+    # Three identical replications (one seed repeated): n = 3, but 1 distinct.
+    runs = pd.DataFrame({"p": ["a"] * 3, "seed": [1, 1, 1], "status": "ok", "m": [2.0, 2.0, 2.0]})
+    a = stats_table(runs, ["p"]).set_index("p").loc["a"]
+    assert a["n"] == 3 and a["n_distinct"] == 1 and math.isnan(a["ci95"])
+    # Jain's index near 1: a plain t-interval would cross 1 (mean 0.99,
+    # sd 0.01, n 3: upper end 1.015); the interval stays inside (0, 1).
+    runs = pd.DataFrame({"p": ["a"] * 3, "seed": [1, 2, 3], "status": "ok", "fairness.jain": [0.98, 0.99, 1.0]})
+    j = stats_table(runs, ["p"]).set_index("p").loc["a"]
+    assert 0.0 < j["ci95_lo"] < 0.99 < j["ci95_hi"] < 1.0
+
+
 def _t_cdf_upper(t: float, df: int) -> float:
     """P(0 < T < t) by Simpson's rule on the Student-t density."""
     c = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi)

@@ -570,18 +570,51 @@ def stats_table(runs: pd.DataFrame, param_names: Sequence[str]) -> pd.DataFrame:
     rows = []
     for key, g in groups:
         key_t = key if isinstance(key, tuple) else (key,)
+        # Replications are distinct seeds; copies of one run (a grid that
+        # repeats a seed) narrow nothing.
+        distinct_seeds = g["seed"].nunique() if "seed" in g else len(g)
         for m in metrics:
             x = g[m].to_numpy(dtype=float)
             x = x[~np.isnan(x)]
             n = len(x)
+            n_distinct = min(len(np.unique(x)), distinct_seeds) if n else 0
             mean = float(x.mean()) if n else math.nan
             std = float(x.std(ddof=1)) if n > 1 else math.nan
-            ci = t_quantile_975(n - 1) * std / math.sqrt(n) if n > 1 else math.nan
+            lo, hi = _interval95(x, bounded=_is_fraction(m)) if n_distinct > 1 else (math.nan, math.nan)
             rows.append(
-                {**dict(zip(keys, key_t, strict=True)), "metric": m, "n": n, "mean": mean, "std": std, "ci95": ci,
-                 "ci95_lo": mean - ci, "ci95_hi": mean + ci}
+                {**dict(zip(keys, key_t, strict=True)), "metric": m, "n": n, "n_distinct": n_distinct, "mean": mean,
+                 "std": std, "ci95": (hi - lo) / 2, "ci95_lo": lo, "ci95_hi": hi}
             )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+#: Metrics that live in [0, 1]: their intervals must too.
+_FRACTION_SUFFIXES = ("jain", "utilization", "drop_rate", "mark_rate", "loss_rate")
+
+
+def _is_fraction(metric: str) -> bool:
+    return metric.rsplit(".", 1)[-1] in _FRACTION_SUFFIXES
+
+
+def _interval95(x: Any, *, bounded: bool) -> tuple[float, float]:
+    """Student-t 95% interval of the mean; for a metric bounded in [0, 1],
+    the t-interval of the logit of the values, mapped back (it stays inside
+    (0, 1) and is asymmetric near the bounds, where a plain t-interval would
+    cross them)."""
+    import numpy as np
+
+    n = len(x)
+    t = t_quantile_975(n - 1)
+    if not bounded:
+        half = t * float(np.std(x, ddof=1)) / math.sqrt(n)
+        m = float(np.mean(x))
+        return m - half, m + half
+    eps = 1e-6
+    z = np.log(np.clip(x, eps, 1 - eps) / (1 - np.clip(x, eps, 1 - eps)))
+    half = t * float(np.std(z, ddof=1)) / math.sqrt(n)
+    mz = float(np.mean(z))
+    inv = lambda v: 1.0 / (1.0 + math.exp(-v))  # noqa: E731
+    return inv(mz - half), inv(mz + half)
 
 
 # ---------------------------------------------------------------------------
