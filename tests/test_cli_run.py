@@ -311,3 +311,23 @@ def test_debug_mode_keeps_the_exit_code(tmp_path: Path) -> None:
     debug = cli("validate", str(f), env={"AQMLAB_DEBUG": "1"})
     assert plain.returncode == 2 and debug.returncode == 2
     assert "Traceback" in debug.stderr and "Traceback" not in plain.stderr
+
+
+def test_quiet_and_json_on_run_validate_and_sweep(tmp_path: Path) -> None:
+    f = _tiny_toml(tmp_path)
+    q = cli("run", str(f), "--out", str(tmp_path / "q"), "-q")
+    assert q.returncode == 0 and q.stdout == "" and q.stderr == ""
+    j = cli("run", str(f), "--out", str(tmp_path / "j"), "--json")
+    assert j.returncode == 0
+    assert json.loads(j.stdout) == json.loads((tmp_path / "j" / "summary.json").read_text())
+    v = cli("validate", str(f), "-q")
+    assert v.returncode == 0 and v.stdout == ""
+    vj = json.loads(cli("validate", str(f), "--json").stdout)
+    assert vj["bottleneck"]["aqm"] == "fifo" and vj["duration"] == "2s"
+    sw = tmp_path / "s.toml"
+    sw.write_text(f'[sweep]\nname = "s"\nbase = "{f.name}"\nseeds = 2\n[grid]\n"bottleneck.buffer" = ["20ms", "60ms"]\n')
+    sq = cli("sweep", str(sw), "-q", "--jobs", "1", "--out", str(tmp_path / "sq"), cwd=tmp_path)
+    assert sq.returncode == 0 and sq.stdout == "" and sq.stderr == ""
+    sj = cli("sweep", str(sw), "--json", "--jobs", "1", "--out", str(tmp_path / "sj"), cwd=tmp_path)
+    doc = json.loads(sj.stdout)
+    assert (doc["total"], doc["failed"]) == (4, 0) and {"metric", "mean", "ci95_lo"} <= set(doc["stats"][0])

@@ -96,9 +96,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path, value in _parse_set(args.set).items():
         set_path(tree, path, value)
     normalized = validate(tree)
-    if args.show:
+    if args.json:
+        print(json.dumps(normalized, indent=2, sort_keys=True))
+    elif args.show:
         sys.stdout.write(dump_toml(normalized))
-    else:
+    elif not args.quiet:
         print(f"{args.file}: ok")
     return EXIT_OK
 
@@ -186,7 +188,7 @@ def run_with_progress(tree: dict[str, Any], err: Console, *, label: str = "run",
         return run(normalized)
     cols = [TextColumn("{task.description}"), BarColumn(),
             TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn()]  # fmt: skip
-    with Progress(*cols, console=err, transient=False) as bar:
+    with Progress(*cols, console=err, transient=False, disable=quiet) as bar:
         task = bar.add_task(label, total=total)
 
         def progress(sim_s: float) -> None:
@@ -204,16 +206,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         set_path(tree, path, value)
     if args.seed is not None:
         tree["seed"] = args.seed
-    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet)
+    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
     # Save before printing: a reader that closes the pipe early (`| head`)
     # must not cost the run. Plots and the report cost more than a small
     # run (matplotlib, pandas): only on request, or later with `aqmlab report`.
     files = r.save(out, plots=args.plots, report=args.report)
+    if args.json:
+        print(json.dumps(r.summary, indent=2, sort_keys=True))
+        return EXIT_OK
     if not args.quiet:
         print_summary(r, out_c, all_flows=args.all_flows)
     written = f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables"
     later = f"aqmlab report {shlex.quote(str(out))}"
+    if args.quiet:
+        return EXIT_OK
     if "report" in files:
         err_c.print(f"{written}, {len(files['plots'])} plots, report.html", markup=False)
     elif "plots" in files:
@@ -286,7 +293,7 @@ def print_sweep_stats(res: Any, console: Console) -> None:
 
 
 def sweep_with_progress(spec: Any, err: Console, *, jobs: int | None, cache_dir: str | None, backend: str,
-                        scheduler: str | None, label: str = "sweep") -> Any:  # fmt: skip
+                        scheduler: str | None, label: str = "sweep", quiet: bool = False) -> Any:  # fmt: skip
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -307,7 +314,7 @@ def sweep_with_progress(spec: Any, err: Console, *, jobs: int | None, cache_dir:
     counts = {"cached": 0, "ran": 0, "failed": 0}
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[detail]}"), TimeElapsedColumn()]  # fmt: skip
-    with Progress(*cols, console=err, transient=False) as bar:
+    with Progress(*cols, console=err, transient=False, disable=quiet) as bar:
         task = bar.add_task(label, total=len(points), detail="")
 
         def progress(done: int, total: int, point: Any, status: str) -> None:
@@ -330,14 +337,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         spec.seeds = _seeds(args.seeds, spec.base)
     cache_dir = None if args.no_cache else args.cache
     res = sweep_with_progress(spec, err_c, jobs=args.jobs, cache_dir=cache_dir, backend=args.backend,
-                              scheduler=args.scheduler, label=spec.name)  # fmt: skip
+                              scheduler=args.scheduler, label=spec.name, quiet=args.quiet or args.json)  # fmt: skip
     out = Path(args.out) if args.out else Path("out") / spec.name
     res.save(out)
-    print_sweep_stats(res, out_c)
-    err_c.print(
-        f"{res.total} runs: {res.cached} cached, {res.ran} simulated, {res.failed} failed; "
-        f"wrote {out}/runs.parquet, flows.parquet, stats.parquet, sweep.json"
-    )
+    if args.json:
+        doc = {"name": spec.name, "out": str(out), "total": res.total, "cached": res.cached, "ran": res.ran,
+               "failed": res.failed, "errors": [{"point": p, "error": e} for p, e in res.errors],
+               "stats": json.loads(res.stats.to_json(orient="records"))}  # fmt: skip
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    elif not args.quiet:
+        print_sweep_stats(res, out_c)
+        err_c.print(
+            f"{res.total} runs: {res.cached} cached, {res.ran} simulated, {res.failed} failed; "
+            f"wrote {out}/runs.parquet, flows.parquet, stats.parquet, sweep.json"
+        )
     for point, error in res.errors:
         err_c.print(f"failed: {point}: {error}", markup=False)
     return EXIT_FAILED if res.failed else EXIT_OK
@@ -442,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
     r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
+    r.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write the plots and report.html of a saved run",
@@ -453,6 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("file", help="scenario TOML file")
     v.add_argument("--show", action="store_true", help="print the normalised scenario (all defaults) as TOML")
     v.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a value first")
+    v.add_argument("-q", "--quiet", action="store_true", help="print nothing; the exit code says it (0 ok, 2 invalid)")
+    v.add_argument("--json", action="store_true", help="print the normalised scenario as JSON")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
@@ -464,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     s.add_argument("--seeds", type=int, help="override the number of seeds (1..N)")
     s.add_argument("--out", help="output directory (default: out/<sweep name>)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables (failures are still printed)")
+    s.add_argument("--json", action="store_true", help="print sweep.json's counts and the statistics as JSON")
     s.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("reproduce", help="re-run a seed paper's experiment and compare with its claims")
