@@ -331,3 +331,38 @@ def test_quiet_and_json_on_run_validate_and_sweep(tmp_path: Path) -> None:
     sj = cli("sweep", str(sw), "--json", "--jobs", "1", "--out", str(tmp_path / "sj"), cwd=tmp_path)
     doc = json.loads(sj.stdout)
     assert (doc["total"], doc["failed"]) == (4, 0) and {"metric", "mean", "ci95_lo"} <= set(doc["stats"][0])
+
+
+def test_publication_formats_sizes_and_readable_colours(tmp_path: Path) -> None:
+    import aqmlab
+    import matplotlib.pyplot as plt
+    from aqmlab.plots import goodput, parse_size_in
+    from conftest import tiny
+
+    f = _tiny_toml(tmp_path)
+    out = tmp_path / "o"
+    proc = cli("run", str(f), "--out", str(out), "--plots", "--format", "pdf,svg", "--size", "3.5x2.5in", "--dpi", "200")
+    assert proc.returncode == 0, proc.stderr
+    plots = out / "plots"
+    assert (plots / "goodput.pdf").read_bytes().startswith(b"%PDF")
+    assert b"<svg" in (plots / "goodput.svg").read_bytes()
+    from PIL import Image
+
+    with Image.open(plots / "goodput.png") as im:  # 3.5 x 2.5 in at 200 dpi
+        assert abs(im.size[0] - 700) <= 2 and abs(im.size[1] - 500) <= 2
+    # A later save without those formats removes them (never two runs mixed).
+    assert cli("report", str(out)).returncode == 0
+    assert not (plots / "goodput.pdf").exists() and (plots / "goodput.png").exists()
+    # Bad values: one line, exit 2, and nothing simulated.
+    bad = cli("run", str(f), "--out", str(tmp_path / "b"), "--format", "jpeg")
+    assert bad.returncode == 2 and "--format: 'jpeg': allowed png, pdf, svg" in bad.stderr
+    assert not (tmp_path / "b").exists()
+    assert parse_size_in("9x6cm") == pytest.approx((9 / 2.54, 6 / 2.54))
+    # 12 flows: 12 distinct colours (the default cycle repeats after 10),
+    # and the plot draws into the caller's axes.
+    r = aqmlab.run(tiny(flows=[{"cc": "cubic", "rtt": "20ms", "count": 12}]))
+    fig, ax = plt.subplots()
+    assert goodput(r, ax=ax) is fig
+    colours = {tuple(line.get_color()) for line in ax.get_lines()}
+    assert len(ax.get_lines()) == 12 and len(colours) == 12
+    plt.close(fig)

@@ -206,12 +206,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         set_path(tree, path, value)
     if args.seed is not None:
         tree["seed"] = args.seed
+    opts = _plot_options(args)  # checked before the run, not after it
     r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
     # Save before printing: a reader that closes the pipe early (`| head`)
     # must not cost the run. Plots and the report cost more than a small
     # run (matplotlib, pandas): only on request, or later with `aqmlab report`.
-    files = r.save(out, plots=args.plots, report=args.report)
+    files = r.save(out, plots=args.plots, report=args.report, plot_formats=opts["formats"],
+                   plot_size_in=opts["size_in"], plot_dpi=opts["dpi"])  # fmt: skip
     if args.json:
         print(json.dumps(r.summary, indent=2, sort_keys=True))
         return EXIT_OK
@@ -241,7 +243,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not (out / "summary.json").is_file():
         sys.stderr.write(f"aqmlab: error: {out}: no summary.json here (give a directory written by aqmlab run)\n")
         return EXIT_USAGE
-    files = Result.load(out).save_plots(out, report=True)
+    files = Result.load(out).save_plots(out, report=True, **_plot_options(args))
     _, err_c = _consoles()
     err_c.print(f"wrote {out}/: {len(files['plots'])} plots, report.html", markup=False)
     return EXIT_OK
@@ -435,6 +437,30 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _add_plot_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="png", metavar="FMT[,FMT]",
+                   help="plot formats besides the PNGs the report embeds: pdf, svg (e.g. --format pdf,svg)")  # fmt: skip
+    p.add_argument("--size", metavar="WxH(in|cm)", help="figure size, e.g. 3.5x2.5in: redrawn in the paper style")
+    p.add_argument("--dpi", type=int, default=110, help="PNG resolution (default: 110)")
+
+
+def _plot_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--format/--size/--dpi checked, in save()'s terms; bad values exit 2."""
+    from aqmlab.plots import FORMATS, parse_size_in
+
+    formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ScenarioError(f"--format: '{args.format}': allowed {', '.join(FORMATS)} (comma-separated)")
+    if not 30 <= args.dpi <= 1200:
+        raise ScenarioError(f"--dpi: {args.dpi}: allowed 30 to 1200")
+    try:
+        size = parse_size_in(args.size) if args.size else None
+    except ValueError as e:
+        raise ScenarioError(f"--size: {e}") from None
+    return {"formats": formats, "size_in": size, "dpi": args.dpi}
+
+
 def build_parser() -> argparse.ArgumentParser:
     from aqmlab.bench import METRICS  # standard library only: cheap at start-up
 
@@ -454,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", action=argparse.BooleanOptionalAction, default=False,
                    help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
     r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
+    _add_plot_options(r)
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
     r.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
     r.set_defaults(func=cmd_run)
@@ -461,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write the plots and report.html of a saved run",
                          description="Render the PNG plots and report.html from a directory written by aqmlab run.")  # fmt: skip
     rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
+    _add_plot_options(rep)
     rep.set_defaults(func=cmd_report)
 
     v = sub.add_parser("validate", help="check a scenario (runs nothing)")

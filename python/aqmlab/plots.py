@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
@@ -26,15 +27,28 @@ from aqmlab.scenario import atomic_write_bytes
 if TYPE_CHECKING:
     from aqmlab.results import Result
 
-__all__ = ["PlotAccessor", "goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct", "PLOTS"]
+__all__ = ["FORMATS", "PAPER_RC", "PlotAccessor", "figure_bytes", "parse_size_in", "goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct", "PLOTS"]
 
 #: Beyond this many flows, per-flow plots show one line per flow group.
 MAX_LINES = 12
 
 
-def _fig(rows: int = 1, height: float = 3.6) -> tuple[Figure, Any]:
-    fig, ax = plt.subplots(rows, 1, figsize=(8, height * rows), squeeze=False, layout="constrained")
-    return fig, ax[:, 0]
+def _fig(rows: int = 1, height: float = 3.6, ax: Any = None) -> tuple[Figure, Any]:
+    """A new figure with ``rows`` panels, or the caller's axes (``ax=``) for
+    a one-panel plot."""
+    if ax is not None:
+        if rows != 1:
+            raise ValueError(f"this plot draws {rows} panels; call it without ax= and use the Figure it returns")
+        return ax.figure, [ax]
+    fig, axs = plt.subplots(rows, 1, figsize=(8, height * rows), squeeze=False, layout="constrained")
+    return fig, axs[:, 0]
+
+
+def _palette(n: int) -> list[Any]:
+    """Distinct colours for n lines: matplotlib's 10-colour cycle repeats
+    from the 11th line, tab20 keeps up to 20 apart."""
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(max(n, 1))]
 
 
 def _title(r: Result, what: str) -> str:
@@ -61,13 +75,14 @@ def _per_flow_or_group(r: Result, ts: pd.DataFrame, col: str, scale: float) -> l
     return lines
 
 
-def goodput(r: Result) -> Figure | None:
+def goodput(r: Result, ax: Any = None) -> Figure | None:
     """Per-flow goodput over time (Mbit/s), from the per-interval delivered bytes."""
     ts = r.timeseries
     if ts.empty:
         return None
-    fig, (ax,) = _fig()
+    fig, (ax,) = _fig(ax=ax)
     lines = _per_flow_or_group(r, ts, "goodput_bps", 1e-6)
+    ax.set_prop_cycle(color=_palette(len(lines)))
     for label, x, y in lines:
         ax.plot(x, y, label=label, lw=1.2)
     warm = r.summary.get("warmup_s", 0) or 0
@@ -92,7 +107,7 @@ def goodput(r: Result) -> Figure | None:
     return fig
 
 
-def sojourn_cdf(r: Result) -> Figure | None:
+def sojourn_cdf(r: Result, ax: Any = None) -> Figure | None:
     """CDF of queueing delay (sojourn time) per queue and sub-queue.
 
     A log delay axis is used when the delays span more than two decades; it
@@ -113,7 +128,7 @@ def sojourn_cdf(r: Result) -> Figure | None:
         series.append((f"{q} / {sub}", g["hi_ns"].to_numpy(dtype=float) / 1e6, np.cumsum(c) / c.sum()))
     if not series:
         return None
-    fig, (ax,) = _fig()
+    fig, (ax,) = _fig(ax=ax)
     positive = [float(x[x >= 1e-3].min()) for _, x, _ in series if (x >= 1e-3).any()]
     hi_max = max(float(x[-1]) for _, x, _ in series)
     log = bool(positive) and hi_max / min(positive) > 100
@@ -140,10 +155,12 @@ def sojourn_cdf(r: Result) -> Figure | None:
     return fig
 
 
-def _time_lines(r: Result, ts: pd.DataFrame, col: str, scale: float, ylabel: str, what: str) -> Figure:
+def _time_lines(r: Result, ts: pd.DataFrame, col: str, scale: float, ylabel: str, what: str, ax: Any = None) -> Figure:
     """One line per flow (or flow group) of ``ts[col] * scale`` over time."""
-    fig, (ax,) = _fig()
-    for label, x, y in _per_flow_or_group(r, ts, col, scale):
+    fig, (ax,) = _fig(ax=ax)
+    lines = _per_flow_or_group(r, ts, col, scale)
+    ax.set_prop_cycle(color=_palette(len(lines)))
+    for label, x, y in lines:
         ax.plot(x, y, label=label, lw=1.0)
     ax.set_xlabel("time (s)")
     ax.set_ylabel(ylabel)
@@ -154,7 +171,7 @@ def _time_lines(r: Result, ts: pd.DataFrame, col: str, scale: float, ylabel: str
     return fig
 
 
-def cwnd(r: Result) -> Figure | None:
+def cwnd(r: Result, ax: Any = None) -> Figure | None:
     """Congestion window over time (segments), per TCP flow."""
     ts = r.timeseries
     if ts.empty:
@@ -162,10 +179,10 @@ def cwnd(r: Result) -> Figure | None:
     ts = ts[ts["cwnd_segs"] > 0]
     if ts.empty:
         return None
-    return _time_lines(r, ts, "cwnd_segs", 1.0, "cwnd (segments)", "Congestion window")
+    return _time_lines(r, ts, "cwnd_segs", 1.0, "cwnd (segments)", "Congestion window", ax=ax)
 
 
-def rate(r: Result) -> Figure | None:
+def rate(r: Result, ax: Any = None) -> Figure | None:
     """Sending rate over time (Mbit/s) of rate-based flows: a UDP flow's rate,
     a QCN source's current rate (its line rate while not rate-limited)."""
     ts = r.timeseries
@@ -174,10 +191,10 @@ def rate(r: Result) -> Figure | None:
     ts = ts[ts["rate_bps"] > 0]
     if ts.empty:
         return None
-    return _time_lines(r, ts, "rate_bps", 1e-6, "sending rate (Mbit/s)", "Sending rate (rate-based flows)")
+    return _time_lines(r, ts, "rate_bps", 1e-6, "sending rate (Mbit/s)", "Sending rate (rate-based flows)", ax=ax)
 
 
-def probabilities(r: Result) -> Figure | None:
+def probabilities(r: Result, ax: Any = None) -> Figure | None:
     """Mark and drop probability over time per queue and sub-queue (the
     fraction of packets marked or dropped in each interval), plus the AQM's
     own probabilities (probes named p*) when it reports them."""
@@ -189,7 +206,7 @@ def probabilities(r: Result) -> Figure | None:
     pr = r.probes
     aqm_p = pr[pr["probe"].str.startswith("p") & ~pr["owner"].str.startswith("flow")] if not pr.empty else pr
     rows = 2 if not aqm_p.empty else 1
-    fig, axes = _fig(rows)
+    fig, axes = _fig(rows, ax=ax)
     ax = axes[0]
     for (q, sub), g in qt.groupby(["queue", "subqueue"], sort=False):
         if g["marked_pkts"].max() > 0:
@@ -217,7 +234,7 @@ def probabilities(r: Result) -> Figure | None:
     return fig
 
 
-def fct(r: Result) -> Figure | None:
+def fct(r: Result, ax: Any = None) -> Figure | None:
     """Flow completion time against flow size (finite flows only)."""
     f = r.flows
     if f.empty:
@@ -225,7 +242,7 @@ def fct(r: Result) -> Figure | None:
     done = f[f["fct_ns"].notna() & f["size_bytes"].notna()]
     if done.empty:
         return None
-    fig, (ax,) = _fig()
+    fig, (ax,) = _fig(ax=ax)
     for cc, g in done.groupby("label" if "label" in done else "cc", sort=True):
         ax.scatter(g["size_bytes"].astype(float), g["fct_ns"].astype(float) / 1e9, s=10, alpha=0.7, label=str(cc))
     ax.set_xscale("log")
@@ -251,10 +268,56 @@ PLOTS = {
 }
 
 
-def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
+#: File formats plots can be written in.
+FORMATS = ("png", "pdf", "svg")
+
+#: Matplotlib settings for figures sized for a paper's column (--size):
+#: 8 pt text, thinner lines, no wasted margins.
+PAPER_RC: dict[str, Any] = {
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
+    "legend.fontsize": 6.5,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "lines.linewidth": 1.0,
+    "axes.linewidth": 0.6,
+    "figure.constrained_layout.use": True,
+}
+
+
+def figure_bytes(fig: Figure, fmt: str = "png", dpi: int = 110) -> bytes:
+    """The figure as PNG, PDF or SVG bytes, without a creation date or
+    software tag, so the same run gives the same files."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    meta: dict[str, Any] = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Producer": None},
+                            "svg": {"Date": None}}[fmt]  # fmt: skip
+    kwargs: dict[str, Any] = {"dpi": dpi} if fmt == "png" else {}
+    if fmt == "svg":
+        with plt.rc_context({"svg.hashsalt": "aqmlab"}):
+            fig.savefig(buf, format=fmt, metadata=meta, **kwargs)
+    else:
+        fig.savefig(buf, format=fmt, metadata=meta, **kwargs)
     return buf.getvalue()
+
+
+def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
+    return figure_bytes(fig, "png", dpi)
+
+
+def parse_size_in(text: str) -> tuple[float, float]:
+    """``"3.5x2.5in"`` or ``"9x6cm"`` -> (width, height) in inches."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*x\s*([0-9]*\.?[0-9]+)\s*(in|cm)\s*", text)
+    if not m:
+        raise ValueError(f"size '{text}': give WIDTHxHEIGHT with a unit, e.g. '3.5x2.5in' or '9x6cm'")
+    w, h = float(m.group(1)), float(m.group(2))
+    if m.group(3) == "cm":
+        w, h = w / 2.54, h / 2.54
+    if not (0.5 <= w <= 50 and 0.5 <= h <= 50):
+        raise ValueError(f"size '{text}': each side must lie between 0.5 and 50 inches")
+    return w, h
 
 
 class PlotAccessor:
@@ -263,34 +326,56 @@ class PlotAccessor:
     def __init__(self, result: Result):
         self._r = result
 
-    def goodput(self) -> Figure | None:
-        return goodput(self._r)
+    def goodput(self, ax: Any = None) -> Figure | None:
+        return goodput(self._r, ax=ax)
 
-    def sojourn_cdf(self) -> Figure | None:
-        return sojourn_cdf(self._r)
+    def sojourn_cdf(self, ax: Any = None) -> Figure | None:
+        return sojourn_cdf(self._r, ax=ax)
 
-    def cwnd(self) -> Figure | None:
-        return cwnd(self._r)
+    def cwnd(self, ax: Any = None) -> Figure | None:
+        return cwnd(self._r, ax=ax)
 
-    def rate(self) -> Figure | None:
-        return rate(self._r)
+    def rate(self, ax: Any = None) -> Figure | None:
+        return rate(self._r, ax=ax)
 
-    def probabilities(self) -> Figure | None:
-        return probabilities(self._r)
+    def probabilities(self, ax: Any = None) -> Figure | None:
+        return probabilities(self._r, ax=ax)
 
-    def fct(self) -> Figure | None:
-        return fct(self._r)
+    def fct(self, ax: Any = None) -> Figure | None:
+        return fct(self._r, ax=ax)
 
-    def save_all(self, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
-        """Write every plot that has data as ``<name>.png``; returns name -> path."""
+    def save_all(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        formats: Sequence[str] = ("png",),
+        size_in: tuple[float, float] | None = None,
+        dpi: int = 110,
+    ) -> dict[str, Path]:
+        """Write every plot that has data as ``<name>.<format>`` for each of
+        ``formats`` (png, pdf, svg); returns name -> path of the first format.
+
+        ``size_in`` (width, height in inches) redraws each figure at that
+        size in the paper style (:data:`PAPER_RC`: fonts readable at column
+        width); ``dpi`` applies to PNG."""
+        bad = [f for f in formats if f not in FORMATS]
+        if bad or not formats:
+            raise ValueError(f"plot format {', '.join(bad) or '(none)'}: allowed {', '.join(FORMATS)}")
         out = Path(out_dir)
         written = {}
+        style = PAPER_RC if size_in is not None else {}
         for name, fn in PLOTS.items():
-            fig = fn(self._r)
-            if fig is None:
-                continue
-            try:
-                written[name] = atomic_write_bytes(out / f"{name}.png", png_bytes(fig))
-            finally:
-                plt.close(fig)
+            with plt.rc_context(style):
+                fig = fn(self._r)
+                if fig is None:
+                    continue
+                try:
+                    if size_in is not None:
+                        fig.set_size_inches(*size_in)
+                    for i, fmt in enumerate(formats):
+                        path = atomic_write_bytes(out / f"{name}.{fmt}", figure_bytes(fig, fmt, dpi=dpi))
+                        if i == 0:
+                            written[name] = path
+                finally:
+                    plt.close(fig)
         return written

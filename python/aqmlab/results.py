@@ -378,39 +378,65 @@ class Result:
                 written.append(atomic_write_bytes(out / f"{name}.parquet", _parquet_bytes(self._arrow[name])))
         return written
 
-    def save(self, out_dir: str | os.PathLike[str], *, plots: bool = True, report: bool = True) -> dict[str, Any]:
+    def save(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        plots: bool = True,
+        report: bool = True,
+        plot_formats: Sequence[str] = ("png",),
+        plot_size_in: tuple[float, float] | None = None,
+        plot_dpi: int = 110,
+    ) -> dict[str, Any]:
         """Write ``summary.json``, ``scenario.toml``, the tables as Parquet,
         PNG plots in ``plots/`` and ``report.html`` (a report implies the
         plots). Each file is written to a temporary name and renamed, so an
         earlier result is only ever replaced by a complete new file; plots
         and a report of an earlier save that this one does not write are
         removed, so the directory never mixes two runs. Returns the paths
-        written."""
+        written. ``plot_formats``, ``plot_size_in`` and ``plot_dpi`` go to
+        :meth:`save_plots`."""
         out = Path(out_dir)
         files: dict[str, Any] = {}
         files["summary"] = atomic_write_text(out / "summary.json", self.summary_json())
         files["scenario"] = atomic_write_text(out / "scenario.toml", dump_toml(self.summary["scenario"]))
         files["tables"] = self.to_parquet(out)
         if plots or report:
-            files.update(self.save_plots(out, report=report))
+            files.update(self.save_plots(out, report=report, formats=plot_formats, size_in=plot_size_in,
+                                         dpi=plot_dpi))  # fmt: skip
         else:
             _remove_plots(out, keep=set())
         if not report:
             (out / "report.html").unlink(missing_ok=True)
         return files
 
-    def save_plots(self, out_dir: str | os.PathLike[str], *, report: bool = False) -> dict[str, Any]:
-        """Write the PNG plots in ``out_dir/plots`` and, with ``report``,
-        ``out_dir/report.html``; ``aqmlab report DIR`` does this for a saved
-        run. Returns ``{"plots": [paths], "report": path}``."""
+    def save_plots(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        report: bool = False,
+        formats: Sequence[str] = ("png",),
+        size_in: tuple[float, float] | None = None,
+        dpi: int = 110,
+    ) -> dict[str, Any]:
+        """Write the plots in ``out_dir/plots`` (PNG, plus any other of
+        ``formats``: pdf, svg; at ``size_in`` inches in the paper style when
+        given) and, with ``report``, ``out_dir/report.html``; ``aqmlab report
+        DIR`` does this for a saved run. Returns ``{"plots": [paths of the
+        PNGs], "report": path}``."""
         out = Path(out_dir)
-        figures = self.plot.save_all(out / "plots")
+        formats = ("png", *[f for f in formats if f != "png"])  # the report embeds the PNGs
+        figures = self.plot.save_all(out / "plots", formats=formats, size_in=size_in, dpi=dpi)
         files: dict[str, Any] = {"plots": list(figures.values())}
         if report:
             from aqmlab.report import write_report
 
             files["report"] = write_report(self, out / "report.html", figures)
         _remove_plots(out, keep=set(figures))
+        for name in figures:  # other formats of an earlier save would show another run
+            for fmt in ("pdf", "svg"):
+                if fmt not in formats:
+                    (out / "plots" / f"{name}.{fmt}").unlink(missing_ok=True)
         return files
 
     @classmethod
@@ -458,7 +484,8 @@ def _remove_plots(out: Path, keep: set[str]) -> None:
     show another run (e.g. an fct.png after a run without finite flows)."""
     for name in PLOT_NAMES:
         if name not in keep:
-            (out / "plots" / f"{name}.png").unlink(missing_ok=True)
+            for fmt in ("png", "pdf", "svg"):
+                (out / "plots" / f"{name}.{fmt}").unlink(missing_ok=True)
 
 
 class _Frames(Mapping[str, "pd.DataFrame"]):
