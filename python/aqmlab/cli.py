@@ -446,7 +446,7 @@ def _add_plot_options(p: argparse.ArgumentParser) -> None:
 
 def _plot_options(args: argparse.Namespace) -> dict[str, Any]:
     """--format/--size/--dpi checked, in save()'s terms; bad values exit 2."""
-    from aqmlab.plots import FORMATS, parse_size_in
+    from aqmlab._plot_options import FORMATS, parse_size_in
 
     formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())
     bad = [f for f in formats if f not in FORMATS]

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from aqmlab._plot_options import FORMATS, parse_size_in  # re-exported: light, for the CLI
 from aqmlab.scenario import atomic_write_bytes
 
 if TYPE_CHECKING:
@@ -268,8 +269,6 @@ PLOTS = {
 }
 
 
-#: File formats plots can be written in.
-FORMATS = ("png", "pdf", "svg")
 
 #: Matplotlib settings for figures sized for a paper's column (--size):
 #: 8 pt text, thinner lines, no wasted margins.
@@ -303,21 +302,6 @@ def figure_bytes(fig: Figure, fmt: str = "png", dpi: int = 110) -> bytes:
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     return figure_bytes(fig, "png", dpi)
-
-
-def parse_size_in(text: str) -> tuple[float, float]:
-    """``"3.5x2.5in"`` or ``"9x6cm"`` -> (width, height) in inches."""
-    import re
-
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*x\s*([0-9]*\.?[0-9]+)\s*(in|cm)\s*", text)
-    if not m:
-        raise ValueError(f"size '{text}': give WIDTHxHEIGHT with a unit, e.g. '3.5x2.5in' or '9x6cm'")
-    w, h = float(m.group(1)), float(m.group(2))
-    if m.group(3) == "cm":
-        w, h = w / 2.54, h / 2.54
-    if not (0.5 <= w <= 50 and 0.5 <= h <= 50):
-        raise ValueError(f"size '{text}': each side must lie between 0.5 and 50 inches")
-    return w, h
 
 
 class PlotAccessor:
