@@ -96,6 +96,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for path, value in _parse_set(args.set).items():
         set_path(tree, path, value)
     normalized = validate(tree)
+    if not args.quiet and not args.json:
+        from aqmlab.resources import estimate
+
+        sys.stderr.write(f"this run needs {estimate(normalized).describe()}\n")
     if args.json:
         print(json.dumps(normalized, indent=2, sort_keys=True))
     elif args.show:
@@ -175,26 +179,57 @@ def print_summary(r: Result, console: Console, *, all_flows: bool = False) -> No
     console.print(line)
 
 
-def run_with_progress(tree: dict[str, Any], err: Console, *, label: str = "run", quiet: bool = False) -> Result:
-    """Validate and run a scenario tree with a progress bar in simulated time."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """--max-memory/--max-time/--force in run()'s terms; bad values exit 2."""
+    from aqmlab.resources import parse_bytes
+
+    out: dict[str, Any] = {"force": bool(getattr(args, "force", False))}
+    if getattr(args, "max_memory", None):
+        try:
+            out["max_memory_bytes"] = parse_bytes(args.max_memory)
+        except ValueError as e:
+            raise ScenarioError(f"--max-memory: {e}") from None
+    if getattr(args, "max_time", None):
+        seconds = _duration_s(args.max_time)
+        if seconds is None or seconds <= 0:
+            raise ScenarioError(f"--max-time: '{args.max_time}': give a duration such as '30min' or '90s'")
+        out["max_time_s"] = seconds
+    return out
+
+
+def run_with_progress(tree: dict[str, Any], err: Console, *, label: str = "run", quiet: bool = False,
+                      **limits: Any) -> Result:  # fmt: skip
+    """Validate and run a scenario tree with a progress bar in simulated
+    time: the simulated-time rate and an ETA."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from aqmlab.results import run
     from aqmlab.scenario import validate
 
     normalized = validate(tree)
+    if not limits.get("force"):  # refuse before any progress bar appears
+        from aqmlab.resources import check, estimate
+
+        check(estimate(normalized), max_memory_bytes=limits.get("max_memory_bytes"), max_time_s=limits.get("max_time_s"))
+        limits = {"force": True}
     total = _duration_s(str(normalized.get("duration", "")))
     if quiet:
-        return run(normalized)
+        return run(normalized, **limits)
     cols = [TextColumn("{task.description}"), BarColumn(),
-            TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"), TimeElapsedColumn()]  # fmt: skip
-    with Progress(*cols, console=err, transient=False, disable=quiet) as bar:
-        task = bar.add_task(label, total=total)
+            TextColumn("{task.completed:.2f}/{task.total:.2f} s simulated"),
+            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]  # fmt: skip
+    import time
+
+    with Progress(*cols, console=err, transient=False) as bar:
+        task = bar.add_task(label, total=total, rate="")
+        start = time.monotonic()
 
         def progress(sim_s: float) -> None:
-            bar.update(task, completed=sim_s)
+            wall = time.monotonic() - start
+            rate = f"{sim_s / wall:.3g} sim-s/s" if wall > 0.5 and sim_s > 0 else ""
+            bar.update(task, completed=sim_s, rate=rate)
 
-        return run(normalized, progress=progress)
+        return run(normalized, progress=progress, **limits)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -207,7 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.seed is not None:
         tree["seed"] = args.seed
     opts = _plot_options(args)  # checked before the run, not after it
-    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json)
+    limits = _limits(args)
+    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json, **limits)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
     # Save before printing: a reader that closes the pipe early (`| head`)
     # must not cost the run. Plots and the report cost more than a small
@@ -483,6 +519,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plot_options(r)
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
     r.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
+    r.add_argument("--max-memory", metavar="SIZE", help="refuse a run estimated to need more, e.g. 8GB "
+                   "(default: the memory available on this machine)")  # fmt: skip
+    r.add_argument("--max-time", metavar="DURATION", help="refuse a run estimated to take longer, e.g. 30min")
+    r.add_argument("--force", action="store_true", help="run even when the estimate exceeds the limits")
     r.set_defaults(func=cmd_run)
 
     rep = sub.add_parser("report", help="write the plots and report.html of a saved run",

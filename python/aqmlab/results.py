@@ -44,19 +44,34 @@ TABLES = ("flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes", "s
 Progress = Callable[[float], object]
 
 
-def run(scenario: ScenarioLike, *, seed: int | None = None, progress: Progress | None = None) -> Result:
+def run(
+    scenario: ScenarioLike,
+    *,
+    seed: int | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+    max_memory_bytes: int | None = None,
+    max_time_s: float | None = None,
+) -> Result:
     """Validate and run a scenario; return its :class:`Result`.
 
     ``scenario`` is a :class:`~aqmlab.scenario.Scenario`, a TOML/JSON tree
     (dict) or a path to a TOML file. ``seed`` overrides the scenario's seed.
     ``progress(sim_seconds_done)`` is called now and then; raising from it
     aborts the run. Raises :class:`~aqmlab.ScenarioError` for an invalid
-    scenario and ``RuntimeError`` if the engine fails.
+    scenario, :class:`~aqmlab.resources.ResourceError` (a ScenarioError)
+    when the run's estimated memory exceeds ``max_memory_bytes`` (default:
+    the machine's available memory) or its estimated time ``max_time_s``,
+    unless ``force``; and ``RuntimeError`` if the engine fails.
     """
+    from aqmlab.resources import check, estimate
+
     tree = to_dict(scenario)
     if seed is not None:
         tree["seed"] = seed
     normalized_text = _engine.validate(json.dumps(tree))
+    if not force:
+        check(estimate(json.loads(normalized_text)), max_memory_bytes=max_memory_bytes, max_time_s=max_time_s)
     raw = _engine.run(normalized_text, progress)
     return Result._from_engine(raw, json.loads(normalized_text))
 
