@@ -102,3 +102,15 @@ def test_rate_override_changes_every_bottleneck_and_a_bad_one_names_the_option(t
     assert 0.09 < slow / fast < 0.11, (slow, fast)
     proc = cli("bench", "--only", "A-10", "--rate", "10Gbs", cwd=tmp_path)
     assert proc.returncode == 2 and "aqmlab: error: --rate: bottleneck.rate: '10Gbs'" in proc.stderr
+
+
+def test_peak_rss_is_the_childs_own_not_the_parents() -> None:
+    """A parent holding 400 MB: the child's ru_maxrss as the parent sees it
+    starts from that peak across fork+exec; the child's own VmHWM does not."""
+    from aqmlab.bench import bench
+
+    ballast = bytearray(400_000_000)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touch every page: resident
+    (r,) = bench(["A-10"], duration="20ms")
+    assert r["peak_rss_mb"] < 300, r["peak_rss_mb"]
+    del ballast

@@ -13,9 +13,10 @@ Fixed scenarios:
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
 
-Each run is a fresh subprocess, so the peak resident set size
-(``getrusage`` ``ru_maxrss`` of that child: the Python interpreter, the
-engine and the scenario) is per scenario. Wall time is the engine's own
+Each run is a fresh subprocess, so the peak resident set size (the child's
+own ``VmHWM``, read by the child: the Python interpreter, the engine and the
+scenario) is per scenario; the parent's ``ru_maxrss`` of the child is not
+used on Linux because it starts from the parent's own peak across exec. Wall time is the engine's own
 measure of its event loop (``perf.wall_s``: no start-up, no result
 conversion). With ``--repeat N`` the median of N runs is reported; the work
 counts (events, bottleneck packets) must be identical across repeats, and a
@@ -152,9 +153,9 @@ def _run_once(name: str, duration: str | None, metrics: str = "default", rate: s
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark {name} failed (exit {proc.returncode}): {err.decode().strip()[-2000:]}")
     doc = json.loads(out)
-    # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    scale = 1 if sys.platform == "darwin" else 1024
-    doc["peak_rss_mb"] = usage.ru_maxrss * scale / 1e6
+    if doc.get("peak_rss_mb") is None:  # no /proc: the child's ru_maxrss (KiB on Linux, bytes on macOS)
+        scale = 1 if sys.platform == "darwin" else 1024
+        doc["peak_rss_mb"] = usage.ru_maxrss * scale / 1e6
     doc["steal_pct"] = None
     if before and after and after[1] > before[1]:
         doc["steal_pct"] = 100 * (after[0] - before[0]) / (after[1] - before[1])
@@ -269,8 +270,25 @@ def _child_main(argv: list[str]) -> int:
     p.add_argument("--metrics", default="default", choices=METRICS)
     p.add_argument("--rate")
     a = p.parse_args(argv)
-    print(json.dumps(run_child(a.child, a.duration, a.metrics, a.rate)))
+    doc = run_child(a.child, a.duration, a.metrics, a.rate)
+    doc["peak_rss_mb"] = _own_peak_rss_mb()
+    print(json.dumps(doc))
     return 0
+
+
+def _own_peak_rss_mb() -> float | None:
+    """This process's own peak resident set (VmHWM), in MB; None where
+    /proc is missing. Not the parent's ``ru_maxrss`` of the child: on Linux
+    that starts from the parent's peak across exec (a parent holding 111 MB
+    reports 111 MB even for /bin/true)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    return None
 
 
 if __name__ == "__main__":
