@@ -43,6 +43,7 @@ __all__ = [
     "Tcp",
     "Topology",
     "Workload",
+    "compare",
     "load",
     "loads",
     "registry",
@@ -59,6 +60,7 @@ _LAZY_MODULES = {"sweep": "aqmlab.sweep"}
 _LAZY = {
     "SweepResult": "aqmlab.sweep",
     "SweepFailed": "aqmlab.sweep",
+    "compare": "aqmlab.compare",
     "Result": "aqmlab.results",
     "run": "aqmlab.results",
     "Scenario": "aqmlab.scenario",
@@ -79,6 +81,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from aqmlab import sweep
+    from aqmlab.compare import compare
     from aqmlab.results import Result, run
     from aqmlab.scenario import (
         Bottleneck,

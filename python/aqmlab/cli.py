@@ -2,6 +2,7 @@
 
     aqmlab run SCENARIO.toml [--out DIR]      run one scenario
     aqmlab report DIR                         plots and report.html of a saved run
+    aqmlab compare DIR1 DIR2 [...]            saved runs side by side
     aqmlab validate SCENARIO.toml             check it, run nothing
     aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
     aqmlab reproduce NAME | --list            the seed papers' experiments
@@ -286,6 +287,33 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
+# compare
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from aqmlab.compare import compare
+
+    out_c, err_c = _consoles()
+    out = Path(args.out) if args.out else Path("out") / "compare"
+    cmp = compare(*args.dirs, out=out)
+    if args.json:
+        print(cmp.table.to_json(orient="index", indent=2))
+        return EXIT_OK
+    if not args.quiet:
+        t = Table(title="Headline metrics (Δ: difference from the first run)")
+        t.add_column("metric")
+        for c in cmp.table.columns:
+            t.add_column(str(c), justify="right")
+        for idx, row in cmp.table.iterrows():
+            t.add_row(str(idx), *[_fmt(v) for v in row.tolist()])
+        out_c.print(t)
+        err_c.print(f"wrote {out}/: compare.csv, compare.html, plots/ (goodput, sojourn_cdf, rtt_cdf)", markup=False)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
 # sweep
 
 
@@ -530,6 +558,13 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
     _add_plot_options(rep)
     rep.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="compare saved runs side by side (table, overlaid plots, HTML)")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="directories written by aqmlab run (two or more)")
+    c.add_argument("--out", help="output directory (default: out/compare)")
+    c.add_argument("-q", "--quiet", action="store_true", help="write the files, print nothing")
+    c.add_argument("--json", action="store_true", help="print the table as JSON (metric -> run -> value)")
+    c.set_defaults(func=cmd_compare)
 
     v = sub.add_parser("validate", help="check a scenario (runs nothing)")
     v.add_argument("file", help="scenario TOML file")
