@@ -3,9 +3,10 @@
     aqmlab reproduce --list
     aqmlab reproduce dualq-coexistence --quick
 
-Each experiment prints the paper's claim next to the measured figure with a
-verdict (pass / differs) and the tolerance used, and writes runs, plots and
-a report. Adding one: subclass :class:`Experiment` in a module here and add
+Each experiment judges every claim case by case (PASS only if every case in
+its scope passes; FAIL; DEVIATES-KNOWN with a written analysis; N/A when a
+case could not be measured), prints per claim the band, "k of n" cases and
+the worst case, and writes runs, plots, claims.json and a report. Adding one: subclass :class:`Experiment` in a module here and add
 an instance to ``EXPERIMENTS``.
 """
 
@@ -82,6 +83,7 @@ def cli_reproduce(args: argparse.Namespace) -> int:
         Progress,
         TextColumn,
         TimeElapsedColumn,
+        TimeRemainingColumn,
     )
     from rich.table import Table
 
@@ -99,7 +101,8 @@ def cli_reproduce(args: argparse.Namespace) -> int:
     exp = get(args.name)
     check_available(exp)
     out = Path(args.out) if args.out else Path("out") / "reproduce" / (exp.name + ("-quick" if args.quick else ""))
-    cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn()]  # fmt: skip
     with Progress(*cols, console=err_c, transient=False) as bar:
         task = bar.add_task(f"{exp.name}{' (quick)' if args.quick else ''}", total=None)
 
@@ -121,12 +124,19 @@ def cli_reproduce(args: argparse.Namespace) -> int:
 
 
 def print_verdicts(res: ReproduceResult, console: Any) -> None:
+    """Per claim: the seed's figure, the band and its basis, how many cases
+    passed and the worst one, and the verdict."""
     from rich.table import Table
 
     t = Table(title=res.experiment.title, title_justify="left")
-    for h, j in (("claim", "left"), ("paper", "left"), ("measured", "right"), ("tolerance", "left"), ("verdict", "left")):
+    for h, j in (("claim", "left"), ("seed", "left"), ("band", "left"), ("cases", "right"), ("worst case", "left"),
+                 ("verdict", "left")):  # fmt: skip
         t.add_column(h, justify=j)  # type: ignore[arg-type]
-    style = {"pass": "green", "differs": "red", "n/a": "yellow"}
-    for v in res.verdicts:
-        t.add_row(v.claim.text, v.claim.paper, v.measured_text, v.claim.tolerance, f"[{style[v.verdict]}]{v.verdict}[/]")
+    style = {"PASS": "green", "FAIL": "red", "DEVIATES-KNOWN": "magenta", "N/A": "yellow"}
+    for c, j in zip(res.experiment.claims(), res.judgements, strict=True):
+        band = f"{j.tolerance.band.describe(j.unit)} ({j.tolerance.basis})"
+        t.add_row(c.text, c.paper, band, f"{j.passed}/{j.total}", j.worst_text(), f"[{style[j.verdict.value]}]{j.verdict.value}[/]")
     console.print(t)
+    if res.quick:
+        for line in res.experiment.quick_skips():
+            console.print(f"quick mode skipped {line}", markup=False, highlight=False)

@@ -1,10 +1,20 @@
 """The machinery shared by every reproduction.
 
 An :class:`Experiment` builds scenarios (:class:`Case`) and states the
-paper's claims (:class:`Claim`): the paper's figure, how aqmlab measures it,
-and the tolerance within which the two count as agreeing. :func:`reproduce`
-runs the cases through the sweep machinery (parallel, cached by content
-hash), evaluates each claim and writes results, plots and a report.
+paper's claims (:class:`Claim`). A claim is judged **per case** by
+:func:`aqmlab.judging.judge`: ``Claim.evaluate(runs)`` returns one figure per
+case in the claim's scope (``[(tags, figure)]``, a figure being a plain value,
+a :class:`~aqmlab.judging.Replicates` over distinct seeds, or None), and the
+claim passes only if every case is inside its :class:`~aqmlab.judging.Tolerance`
+(a band with the seed's quote or the docs' argument behind it). Helpers:
+:meth:`Runs.per_case` (a function of one run's summary, averaged over seeds
+per case) and :meth:`Runs.per_group` (a figure from several cases at once,
+e.g. one AQM against another under the same condition).
+
+:func:`reproduce` runs the cases through the sweep machinery (parallel,
+cached by content hash), judges each claim and writes results, plots and a
+report; quick mode runs each experiment's decisive cases and the report
+names the cases it skipped.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aqmlab.judging import Band, Judgement, KnownDeviation, Replicates, Tolerance, Verdict, judge, replicate_mean
 from aqmlab.scenario import ScenarioError, atomic_write_text
 from aqmlab.sweep import (
     DEFAULT_CACHE_DIR,
@@ -35,8 +46,10 @@ __all__ = [
     "ExperimentUnavailable",
     "ReproduceResult",
     "Runs",
+    "Judgement",
     "Verdict",
     "missing_requirements",
+    "whole_run_claim",
     "reproduce",
 ]
 
@@ -57,9 +70,11 @@ class Case:
 class Runs:
     """The summaries of an experiment's cases, one per seed."""
 
-    def __init__(self, cases: Sequence[Case], summaries: dict[str, list[dict[str, Any]]]):
+    def __init__(self, cases: Sequence[Case], summaries: dict[str, list[dict[str, Any]]],
+                 seeds: dict[str, list[int]] | None = None):  # fmt: skip
         self.cases = list(cases)
         self._by_label = summaries
+        self._seeds = seeds or {k: list(range(1, len(v) + 1)) for k, v in summaries.items()}
         #: Full results (every table) of the showcase cases, first seed, by label.
         self.showcased: dict[str, Any] = {}
 
@@ -80,62 +95,95 @@ class Runs:
     def summaries(self, label: str) -> list[dict[str, Any]]:
         return self._by_label.get(label, [])
 
-    def mean(self, label: str, fn: Callable[[dict[str, Any]], float | None]) -> float:
-        """Mean over seeds of ``fn(summary)``; NaN when no seed has a value."""
-        xs = []
+    def value(self, label: str, fn: Callable[[dict[str, Any]], float | None]) -> Replicates | None:
+        """``fn`` of each seed's summary of one case, as replications (None
+        when no seed gives a value)."""
+        vals = []
         for s in self.summaries(label):
             try:
                 v = fn(s)
-            except (KeyError, IndexError, TypeError, ZeroDivisionError):
+            except (KeyError, IndexError, TypeError, ZeroDivisionError, StopIteration):
                 v = None
-            if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                xs.append(float(v))
-        return sum(xs) / len(xs) if xs else math.nan
+            vals.append(None if v is None else float(v))
+        if not vals:
+            return None
+        return replicate_mean(vals, self._seeds.get(label, list(range(1, len(vals) + 1)))[: len(vals)])
+
+    def mean(self, label: str, fn: Callable[[dict[str, Any]], float | None]) -> float:
+        """Mean over seeds of ``fn(summary)``; NaN when no seed has a value."""
+        r = self.value(label, fn)
+        return math.nan if r is None else r.mean
+
+    def per_case(self, fn: Callable[[dict[str, Any]], float | None], **scope: Any) -> list[tuple[dict[str, Any], Replicates | None]]:
+        """One figure per case in ``scope`` (tags): ``fn`` of each run's summary, over seeds."""
+        return [(dict(c.tags), self.value(c.label, fn)) for c in self.select(**scope)]
+
+    def per_group(self, by: Sequence[str], fn: Callable[[dict[str, Case]], float | None],
+                  key: str, **scope: Any) -> list[tuple[dict[str, Any], float | None]]:  # fmt: skip
+        """One figure per group of cases that share the tags ``by``: ``fn``
+        gets the group's cases keyed by their ``key`` tag (e.g. the AQM) and
+        returns a figure comparing them (e.g. ARED's delay minus the best of
+        CoDel and PIE at the same flow count)."""
+        groups: dict[tuple[Any, ...], dict[str, Case]] = {}
+        for c in self.select(**scope):
+            groups.setdefault(tuple(c.tags.get(b) for b in by), {})[str(c.tags.get(key))] = c
+        out = []
+        for g, members in groups.items():
+            try:
+                v = fn(members)
+            except (KeyError, IndexError, TypeError, ZeroDivisionError, StopIteration):
+                v = None
+            out.append((dict(zip(by, g, strict=True)), None if v is None or (isinstance(v, float) and math.isnan(v)) else v))
+        return out
 
     def mean_over(self, cases: Sequence[Case], fn: Callable[[dict[str, Any]], float | None]) -> float:
-        """Mean over cases of each case's mean over seeds."""
+        """Mean over cases of each case's mean over seeds (for figures only: never judged)."""
         vals = [self.mean(c.label, fn) for c in cases]
         vals = [v for v in vals if not math.isnan(v)]
         return sum(vals) / len(vals) if vals else math.nan
 
 
+CaseFigure = tuple[dict[str, Any], "float | Replicates | None"]
+
+
 @dataclass
 class Claim:
-    """A statement from the paper and how aqmlab checks it."""
+    """A statement from the seed and how aqmlab checks it, case by case."""
 
     text: str
+    #: What the seed shows or says, in a few words (e.g. "≈ 1", "40x less").
     paper: str
-    source: str
-    measure: Callable[[Runs], float | None]
-    passes: Callable[[float], bool]
-    tolerance: str
+    tolerance: Tolerance
+    #: One figure per case in the claim's scope.
+    evaluate: Callable[[Runs], list[CaseFigure]]
     unit: str = ""
+    known_deviation: KnownDeviation | None = None
     digits: int = 3
 
-
-@dataclass
-class Verdict:
-    claim: Claim
-    measured: float | None
-    verdict: str  # "pass" | "differs" | "n/a"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim.text,
-            "paper": self.claim.paper,
-            "source": self.claim.source,
-            "measured": self.measured,
-            "unit": self.claim.unit,
-            "tolerance": self.claim.tolerance,
-            "verdict": self.verdict,
-        }
-
     @property
-    def measured_text(self) -> str:
-        if self.measured is None:
-            return "–"
-        unit = f" {self.claim.unit}" if self.claim.unit else ""
-        return f"{self.measured:.{self.claim.digits}g}{unit}"
+    def source(self) -> str:
+        return self.tolerance.source
+
+    def judge(self, runs: Runs) -> Judgement:
+        try:
+            cases = self.evaluate(runs)
+        except (KeyError, IndexError, TypeError, ZeroDivisionError, StopIteration):
+            cases = []
+        if not cases:
+            cases = [({"scope": "no case measured"}, None)]
+        return judge(self.text, self.tolerance, cases, unit=self.unit, known_deviation=self.known_deviation)
+
+
+def whole_run_claim(text: str, paper: str, source: str, measure: Callable[[Runs], float | None], band: Band,
+                    rule: str, unit: str = "", digits: int = 3, *, basis: str = "qualitative",
+                    tags: dict[str, Any] | None = None) -> Claim:  # fmt: skip
+    """A claim about a single scenario, or one comparison of two (e.g. the
+    hotspot with and without Fb-hat): one case, named by ``tags``. Use it
+    only where the seed's claim is about that one setup; a claim over a grid
+    is judged per case with :meth:`Runs.per_case` / :meth:`Runs.per_group`."""
+    scope = tags or {"scope": "the experiment's single setup"}
+    return Claim(text, paper, Tolerance(band, basis, f"{source}; {rule}"),  # type: ignore[arg-type]
+                 lambda runs: [(dict(scope), measure(runs))], unit, digits=digits)  # fmt: skip
 
 
 class Experiment:
@@ -159,7 +207,18 @@ class Experiment:
         raise NotImplementedError
 
     def seeds(self, quick: bool) -> list[int]:
+        """Distinct seeds: replications, never copies (≥ 3 in full mode)."""
         return [1] if quick else [1, 2, 3]
+
+    def quick_skips(self) -> list[str]:
+        """What quick mode leaves out, in words (shown in the report)."""
+        full = {c.label for c in self.cases(False)}
+        quick = {c.label for c in self.cases(True)}
+        skipped = sorted(full - quick)
+        if not skipped:
+            return []
+        head = ", ".join(skipped[:12]) + (f", … ({len(skipped)} in all)" if len(skipped) > 12 else "")
+        return [f"{len(skipped)} of {len(full)} full-mode cases: {head}"]
 
     def showcase(self, quick: bool) -> list[str]:
         """Labels of cases whose full results (time series, plots, report) are written."""
@@ -199,13 +258,13 @@ class ReproduceResult:
     experiment: Experiment
     quick: bool
     runs: Runs
-    verdicts: list[Verdict]
+    judgements: list[Judgement]
     out_dir: Path | None
     counts: dict[str, int]
 
     @property
     def all_pass(self) -> bool:
-        return all(v.verdict == "pass" for v in self.verdicts)
+        return all(j.verdict is Verdict.PASS for j in self.judgements)
 
 
 def reproduce(
@@ -227,6 +286,8 @@ def reproduce(
     if len(set(labels)) != len(labels):
         raise ValueError(f"{exp.name}: case labels must be unique")
     seeds = exp.seeds(quick)
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{exp.name}: replications must use distinct seeds, got {seeds}")
     points: list[Point] = []
     owner: dict[int, str] = {}
     for c in cases:
@@ -263,24 +324,17 @@ def reproduce(
             if owner[i] in showcased and o.point.seed == seeds[0] and o.summary is None:
                 o.summary = showcased[owner[i]].summary
     by_label: dict[str, list[dict[str, Any]]] = {c.label: [] for c in cases}
+    seeds_of: dict[str, list[int]] = {c.label: [] for c in cases}
     counts = {"cached": 0, "ran": 0, "failed": 0}
     for i, o in enumerate(outcomes):
         counts[o.status] += 1
         if o.summary is not None:
             by_label[owner[i]].append(o.summary)
-    runs = Runs(cases, by_label)
+            seeds_of[owner[i]].append(o.point.seed)
+    runs = Runs(cases, by_label, seeds_of)
     runs.showcased = showcased
-    verdicts = []
-    for claim in exp.claims():
-        try:
-            m = claim.measure(runs)
-        except (KeyError, IndexError, TypeError, ZeroDivisionError, StopIteration):
-            m = None
-        if m is not None and (isinstance(m, float) and math.isnan(m)):
-            m = None
-        verdict = "n/a" if m is None else ("pass" if claim.passes(float(m)) else "differs")
-        verdicts.append(Verdict(claim, None if m is None else float(m), verdict))
-    result = ReproduceResult(exp, quick, runs, verdicts, out_dir, counts)
+    judgements = [claim.judge(runs) for claim in exp.claims()]
+    result = ReproduceResult(exp, quick, runs, judgements, out_dir, counts)
     if out_dir is not None:
         _write_outputs(result, outcomes, owner, showcased)
     return result
@@ -310,15 +364,20 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             row.update(flatten_summary(o.summary))
         rows.append(row)
     atomic_write_bytes(out / "runs.parquet", _parquet_bytes(pd.DataFrame(rows)))
+    from aqmlab import _engine
+
+    claims = exp.claims()
     doc = {
         "experiment": exp.name,
         "title": exp.title,
         "source": exp.source,
+        "version": _engine.__version__,
         "quick": res.quick,
+        "quick_skips": exp.quick_skips() if res.quick else [],
         "seeds": exp.seeds(res.quick),
         "cases": len(res.runs.cases),
         "runs": res.counts,
-        "claims": [v.as_dict() for v in res.verdicts],
+        "claims": [{**j.as_dict(), "paper": c.paper} for c, j in zip(claims, res.judgements, strict=True)],
     }
     atomic_write_text(out / "claims.json", json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     figs = {}
@@ -338,16 +397,34 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
     parts = [f"<h1>{html.escape(exp.title)}</h1>", f"<p>{html.escape(exp.description)}</p>",
              f'<p class="muted">Source: {html.escape(exp.source)}. Mode: {"quick" if res.quick else "full"}; '
              f"{len(res.runs.cases)} cases × {len(exp.seeds(res.quick))} seed(s).</p>", "<h2>Claims</h2>"]  # fmt: skip
-    rows_html = [[v.claim.text, v.claim.paper, v.measured_text, v.claim.tolerance,
-                  f'<span class="{v.verdict.replace("/", "")}">{v.verdict}</span>'] for v in res.verdicts]  # fmt: skip
-    parts.append(table(["claim", "paper", "measured", "tolerance", "verdict"], rows_html, left=4, raw_cols=(4,)))
-    parts.append("<p class=\"muted\">" + "<br>".join(html.escape(f"{v.claim.text}: {v.claim.source}") for v in res.verdicts) + "</p>")
+    if res.quick and exp.quick_skips():
+        parts.append("<p class=\"muted\">Quick mode skipped " + html.escape("; ".join(exp.quick_skips())) + ".</p>")
+    rows_html = [[c.text, c.paper, j.tolerance.band.describe(j.unit), j.tolerance.basis, j.counts_text(), j.worst_text(),
+                  f'<span class="{_css_class(j.verdict)}">{j.verdict.value}</span>']
+                 for c, j in zip(claims, res.judgements, strict=True)]  # fmt: skip
+    parts.append(table(["claim", "seed", "band", "basis", "cases passed", "worst case", "verdict"], rows_html, left=6,
+                       raw_cols=(6,)))  # fmt: skip
+    parts.append("<h2>Sources of the tolerances</h2><p class=\"muted\">" + "<br>".join(
+        html.escape(f"{c.text}: {c.source}") for c in claims) + "</p>")  # fmt: skip
+    parts.append("<h2>Every case</h2>")
+    for c, j in zip(claims, res.judgements, strict=True):
+        keys = sorted({k for cr in j.cases for k in cr.tags})
+        body = [[*(cr.tags.get(k, "") for k in keys), cr.measured, *(cr.interval or ("", "")),
+                 f'<span class="{_css_class(cr.verdict)}">{cr.verdict.value}</span>'] for cr in j.cases]  # fmt: skip
+        parts.append(f"<details><summary>{html.escape(c.text)}: {html.escape(j.summary_line())}</summary>")
+        parts.append(table([*keys, f"measured {j.unit}".strip(), "95% CI low", "95% CI high", "verdict"], body,
+                           left=len(keys), raw_cols=(len(keys) + 3,)))  # fmt: skip
+        parts.append("</details>")
     if figs:
         parts.append("<h2>Figures</h2>")
         parts += [image(png, name) for name, png in figs.items()]
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
+
+
+def _css_class(v: Verdict) -> str:
+    return {"PASS": "pass", "FAIL": "differs", "DEVIATES-KNOWN": "differs", "N/A": "na"}[v.value]
 
 
 def _scalar(v: Any) -> Any:

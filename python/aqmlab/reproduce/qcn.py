@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aqmlab.reproduce.framework import Case, Claim, Experiment, Runs, queue_of, total_goodput
+from aqmlab.judging import Band
+from aqmlab.reproduce.framework import Case, Claim, Experiment, Runs, queue_of, total_goodput, whole_run_claim
 
 LINK_BPS = 10e9
 PKT_BITS = 1500 * 8
@@ -145,28 +146,28 @@ class QcnHotspot(Experiment):
         drops = lambda s: queue_of(s)["drops"]  # noqa: E731
         src = "seed 003, '0.5G Hotspot' simulations; spec digest §14(3)"
         return [
-            Claim("10 Gbit/s: the link is fully used", "≈ 1 (rate plot: sources share 10 Gbit/s)", src,
-                  on("10g", util), lambda x: x >= 0.95, "pass if utilisation ≥ 0.95 (1-2 s)"),
-            Claim("10 Gbit/s: the queue is held near Q_eq", "≈ 22 packets (Q_eq)", "seed 003: 'Goal: Drive Q to Q_eq'",
-                  queue_at("10g"), lambda x: 0.5 * Q_EQ <= x <= 2 * Q_EQ, "pass if 11-44 packets (1-2 s)", "pkt"),
-            Claim("0.5 Gbit/s: the sources' total rate converges to the capacity", "≈ 0.5 Gbit/s", src,
-                  on("low", lambda s: total_goodput(s) / 0.5e9), lambda x: 0.9 <= x <= 1.1,
+            whole_run_claim("10 Gbit/s: the link is fully used", "≈ 1 (rate plot: sources share 10 Gbit/s)", src,
+                  on("10g", util), Band.at_least(0.95), "pass if utilisation ≥ 0.95 (1-2 s)"),
+            whole_run_claim("10 Gbit/s: the queue is held near Q_eq", "≈ 22 packets (Q_eq)", "seed 003: 'Goal: Drive Q to Q_eq'",
+                  queue_at("10g"), Band.between(0.5 * Q_EQ, 2 * Q_EQ), "pass if 11-44 packets (1-2 s)", "pkt"),
+            whole_run_claim("0.5 Gbit/s: the sources' total rate converges to the capacity", "≈ 0.5 Gbit/s", src,
+                  on("low", lambda s: total_goodput(s) / 0.5e9), Band.between(0.9, 1.1),
                   "pass if 0.9-1.1 × capacity (2.1-4 s)", "× C"),
-            Claim("0.5 Gbit/s: the queue is held near Q_eq", "≈ 22 packets (Q_eq)", src,
-                  queue_at("low"), lambda x: 0.5 * Q_EQ <= x <= 2 * Q_EQ, "pass if 11-44 packets (2.1-4 s)", "pkt"),
-            Claim("0.5 Gbit/s: no buffer overflow once past the transition", "little or no loss", "spec digest §14(3)",
-                  on("low", drops), lambda x: x == 0, "pass if 0 drops in 2.1-4 s", "pkt", 4),
-            Claim("Capacity drop: overflow only briefly, at the transition", "brief (not quantified)", "spec digest §14(3)",
-                  on("drop", drops), lambda x: x <= 2000, "pass if ≤ 2000 drops in 2.0-2.1 s (≈ 2.4 ms of 10 Gbit/s arrivals)",
+            whole_run_claim("0.5 Gbit/s: the queue is held near Q_eq", "≈ 22 packets (Q_eq)", src,
+                  queue_at("low"), Band.between(0.5 * Q_EQ, 2 * Q_EQ), "pass if 11-44 packets (2.1-4 s)", "pkt"),
+            whole_run_claim("0.5 Gbit/s: no buffer overflow once past the transition", "little or no loss", "spec digest §14(3)",
+                  on("low", drops), Band.at_most(0.0), "pass if 0 drops in 2.1-4 s", "pkt", 4),
+            whole_run_claim("Capacity drop: overflow only briefly, at the transition", "brief (not quantified)", "spec digest §14(3)",
+                  on("drop", drops), Band.at_most(2000.0), "pass if ≤ 2000 drops in 2.0-2.1 s (≈ 2.4 ms of 10 Gbit/s arrivals)",
                   "pkt", 4),
-            Claim("Capacity returns: full utilisation within tens of ms (Fb-hat)", "tens of ms", "spec digest §14(3); seed 003",
-                  on("recovery", lost_capacity_ms), lambda x: x < 100, "pass if lost capacity in 4.0-4.2 s < 100 ms", "ms"),
-            Claim("Fb-hat recovers the bandwidth quicker", "quicker (rate zoomed-in plot)", "seed 003: 'Improvement in Transience'",
+            whole_run_claim("Capacity returns: full utilisation within tens of ms (Fb-hat)", "tens of ms", "spec digest §14(3); seed 003",
+                  on("recovery", lost_capacity_ms), Band.at_most(100.0), "pass if lost capacity in 4.0-4.2 s < 100 ms", "ms"),
+            whole_run_claim("Fb-hat recovers the bandwidth quicker", "quicker (rate zoomed-in plot)", "seed 003: 'Improvement in Transience'",
                   ratio(on("recovery", lost_capacity_ms), on("recovery", lost_capacity_ms, fbhat=False)),
-                  lambda x: x < 0.95, "pass if lost capacity with / without Fb-hat < 0.95 (4.0-4.2 s)", "×"),
-            Claim("Fb-hat keeps the equilibrium: same queue as without", "unchanged ('stability is preserved')",
+                  Band.at_most(0.95), "pass if lost capacity with / without Fb-hat < 0.95 (4.0-4.2 s)", "×"),
+            whole_run_claim("Fb-hat keeps the equilibrium: same queue as without", "unchanged ('stability is preserved')",
                   "seed 003: 'in equilibrium, Fb-hat will be more than 1'",
-                  ratio(queue_at("low"), queue_at("low", fbhat=False)), lambda x: 0.75 <= x <= 1.33,
+                  ratio(queue_at("low"), queue_at("low", fbhat=False)), Band.between(0.75, 1.33),
                   "pass if mean queue with / without Fb-hat within 0.75-1.33 (2.1-4 s)", "×"),
         ]  # fmt: skip
 

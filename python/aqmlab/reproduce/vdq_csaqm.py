@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aqmlab.reproduce.framework import Case, Claim, Experiment, Runs, queue_of, subqueue
+from aqmlab.judging import Band
+from aqmlab.reproduce.framework import Case, Claim, Experiment, Runs, queue_of, subqueue, whole_run_claim
 
 AQMS = ("vdq_csaqm", "dualpi2")
 MIXES = ((1, 0), (1, 1), (10, 1), (50, 10), (50, 50), (10, 50), (1, 10), (0, 1), (10, 10))
@@ -175,33 +176,33 @@ class VdqCsaqm(Experiment):
         src = "seed 001, 'Dynamic traffic - equal RTT (5ms), DCTCP - Cubic' slides"
         het = "seed 001, 'Heterogeneous RTT (5ms and 40ms)' slide"
         return [
-            Claim("VDQ-CSAQM: DCTCP and CUBIC flows get equal per-flow shares in every mixed flow mix",
-                  "keeps the (equal) policy whatever the CCs", src, worst_dev("vdq_csaqm"), lambda x: x <= 1.5,
+            whole_run_claim("VDQ-CSAQM: DCTCP and CUBIC flows get equal per-flow shares in every mixed flow mix",
+                  "keeps the (equal) policy whatever the CCs", src, worst_dev("vdq_csaqm"), Band.at_most(1.5),
                   "pass if the worst L4S:Classic per-flow ratio over mixes is within 1.5× of 1", "×"),
-            Claim("DualPI2 deviates more from equal shares than VDQ-CSAQM (worst mix)",
-                  "'1 L4S and 1 Classic flows - significant unfairness'", src, dev_vs, lambda x: x > 1.0,
+            whole_run_claim("DualPI2 deviates more from equal shares than VDQ-CSAQM (worst mix)",
+                  "'1 L4S and 1 Classic flows - significant unfairness'", src, dev_vs, Band.at_least(1.0),
                   "pass if DualPI2's worst deviation / VDQ-CSAQM's worst deviation > 1", "×"),
-            Claim("VDQ-CSAQM: a weighted 7:3 policy gives 7:3 goodput (two DCTCP flows)",
+            whole_run_claim("VDQ-CSAQM: a weighted 7:3 policy gives 7:3 goodput (two DCTCP flows)",
                   "policies beyond equal sharing (7:3 = 2.33)", "seed 001 abstract (ppv.elte.hu); PPV concept slides",
-                  weighted, lambda x: abs(x / (7 / 3) - 1) <= 0.15, "pass if within ±15 % of 2.33", "×"),
-            Claim("VDQ-CSAQM: L4S queue delay stays low with DCTCP (99th percentile, worst case)", "low L4S delay",
-                  "seed 001 abstract and 'Our L4S AQM algorithm' slides", l4s_p99, lambda x: x < 1.0,
+                  weighted, Band.around(7 / 3, rel=0.15), "pass if within ±15 % of 2.33", "×"),
+            whole_run_claim("VDQ-CSAQM: L4S queue delay stays low with DCTCP (99th percentile, worst case)", "low L4S delay",
+                  "seed 001 abstract and 'Our L4S AQM algorithm' slides", l4s_p99, Band.at_most(1.0),
                   "pass if p99 < 1 ms in every case", "ms"),
-            Claim("Heterogeneous RTT, DualPI2: DCTCP with 5 ms RTT gets a higher share", "'DCTCP w. 5ms RTT gets higher share'",
-                  het, short_dctcp("dualpi2"), lambda x: x > 1.5,
+            whole_run_claim("Heterogeneous RTT, DualPI2: DCTCP with 5 ms RTT gets a higher share", "'DCTCP w. 5ms RTT gets higher share'",
+                  het, short_dctcp("dualpi2"), Band.at_least(1.5),
                   "pass if 5 ms DCTCP gets > 1.5× the mean of the other three flows", "×"),
-            Claim("Heterogeneous RTT, VDQ-CSAQM: all four flows share evenly", "policy kept across RTTs", het,
-                  jain("vdq_csaqm/het-rtt"), lambda x: x >= 0.9, "pass if Jain's index ≥ 0.9", ""),
-            Claim("VDQ-CSAQM: a single DCTCP flow under-uses the link (the VQs run below C)",
+            whole_run_claim("Heterogeneous RTT, VDQ-CSAQM: all four flows share evenly", "policy kept across RTTs", het,
+                  jain("vdq_csaqm/het-rtt"), Band.at_least(0.9), "pass if Jain's index ≥ 0.9", ""),
+            whole_run_claim("VDQ-CSAQM: a single DCTCP flow under-uses the link (the VQs run below C)",
                   "'VQs lead to underutilization by design'; 'Low utilization with a single DCTCP flow'", src,
-                  util("vdq_csaqm/1d0c"), lambda x: x < 0.97, "pass if utilization < 0.97 (DualPI2: ≈ 1)", ""),
-            Claim("BBRv2 (L4S) vs CUBIC, DualPI2: BBRv2 flows dominate Classic ones",
+                  util("vdq_csaqm/1d0c"), Band.at_most(0.97), "pass if utilization < 0.97 (DualPI2: ≈ 1)", ""),
+            whole_run_claim("BBRv2 (L4S) vs CUBIC, DualPI2: BBRv2 flows dominate Classic ones",
                   "BBRv2 L4S flows dominate and suppress Classic ones", "seed 001, 'BBRv2 - Cubic' slides",
-                  bbr_dominates, lambda x: x > 1.5,
+                  bbr_dominates, Band.at_least(1.5),
                   "pass if the largest BBRv2:CUBIC per-flow ratio over the mixes is > 1.5", "×"),
-            Claim("BBRv2 (L4S) vs CUBIC, VDQ-CSAQM: worst fairness about 7:3 L4S:Classic",
+            whole_run_claim("BBRv2 (L4S) vs CUBIC, VDQ-CSAQM: worst fairness about 7:3 L4S:Classic",
                   "worst case 7:3 (2.33) L4S:Classic", "seed 001, 'BBRv2 - Cubic' slides",
-                  worst_dev("vdq_csaqm", "bbr"), lambda x: x <= 3.0,
+                  worst_dev("vdq_csaqm", "bbr"), Band.at_most(3.0),
                   "pass if the worst per-flow ratio over the mixes is at most 3 (7:3 = 2.33, +30 %)", "×"),
         ]  # fmt: skip
 
