@@ -26,9 +26,9 @@ pub mod step;
 pub mod vdq_csaqm;
 
 use crate::net::packet::{Ecn, Packet};
+use crate::params::{parse_params, to_value, unknown_choice};
 use crate::sim::rng::SimRng;
 use crate::sim::units::BufferSpec;
-use serde::{de::DeserializeOwned, Serialize};
 
 /// Why a packet was dropped. Indexes per-reason counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,20 +283,6 @@ pub trait DecidesOnArrival: Qdisc {
     fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool;
 }
 
-/// Deserialise an algorithm's parameters (strict: unknown keys are errors)
-/// with every unspecified field at its documented default.
-pub fn parse_params<T: DeserializeOwned + Default>(params: &serde_json::Value) -> Result<T, String> {
-    if params.is_null() {
-        return Ok(T::default());
-    }
-    crate::scenario::from_value_path(params.clone())
-}
-
-/// Serialise a config (all defaults filled in) for the normalised scenario.
-pub fn to_value<T: Serialize>(cfg: &T) -> serde_json::Value {
-    serde_json::to_value(cfg).expect("configs serialise")
-}
-
 /// Static dispatch over the disciplines (no boxes, `Clone` for snapshots).
 #[derive(Debug, Clone)]
 pub enum AnyQdisc {
@@ -474,7 +460,7 @@ pub fn lookup(name: &str) -> Option<&'static AqmEntry> {
 pub fn build(name: &str, params: &serde_json::Value, env: &QdiscEnv) -> Result<(AnyQdisc, serde_json::Value), String> {
     match lookup(name) {
         Some(e) => (e.build)(params, env),
-        None => Err(crate::scenario::unknown_choice("AQM", name, &aqm_names())),
+        None => Err(unknown_choice("AQM", name, &aqm_names())),
     }
 }
 

@@ -70,7 +70,7 @@ impl MarkerSpec {
         if let Some(p) = self.policy.take() {
             let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
             let w = POLICIES.iter().find(|(n, _)| *n == p).map(|(_, w)| *w).ok_or_else(|| {
-                format!("{path}.policy: {}", crate::scenario::unknown_choice("policy", &p, &names))
+                format!("{path}.policy: {}", crate::params::unknown_choice("policy", &p, &names))
             })?;
             if self.weight.is_some() {
                 return Err(format!("{path}: give either policy or weight, not both"));
