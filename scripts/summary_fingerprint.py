@@ -8,9 +8,10 @@ refactoring of the engine leaves results bit-identical.
 
 Each scenario (examples/*.toml, every point of examples/sweep.toml's grid and
 seeds, and the benchmark scenarios of ``aqmlab bench`` at a shortened length)
-is written as JSON and run by the engine's ``runjson`` example (release
-build), which writes the summary without its wall-clock fields; the script
-prints one line per scenario: the SHA-256 of that summary and its name.
+is written as JSON and run by the engine's ``results_digest`` example
+(release build), which writes the summary without its wall-clock fields and
+every table; the script prints one line per scenario: the SHA-256 of the
+summary, that of the tables, and the scenario's name.
 Needs no Python extension (only the engine crate and the standard library).
 """
 
@@ -89,14 +90,14 @@ def scenarios() -> dict[str, dict[str, Any]]:
 
 
 def main() -> int:
-    # ``--exe PATH``: a runjson binary built elsewhere (e.g. from main, kept
+    # ``--exe PATH``: a results_digest binary built elsewhere (e.g. from main, kept
     # aside) instead of building this tree's.
     if len(sys.argv) == 3 and sys.argv[1] == "--exe":
         exe = Path(sys.argv[2])
     else:
-        subprocess.run(["cargo", "build", "-q", "--release", "-p", "aqmlab-engine", "--example", "runjson"],
+        subprocess.run(["cargo", "build", "-q", "--release", "-p", "aqmlab-engine", "--example", "results_digest"],
                        cwd=ROOT, check=True)
-        exe = ROOT / "target/release/examples/runjson"
+        exe = ROOT / "target/release/examples/results_digest"
     with tempfile.TemporaryDirectory() as tmp:
         for name, tree in scenarios().items():
             scen = Path(tmp) / "scenario.json"
@@ -105,9 +106,10 @@ def main() -> int:
             proc = subprocess.run([str(exe), str(scen), str(summ)], capture_output=True, text=True)
             if proc.returncode != 0:
                 print(f"FAILED {name}: {proc.stderr.strip()[-500:]}", file=sys.stderr)
-                print(f"{'FAILED':64s} {name}")
+                print(f"FAILED {name}")
                 continue
-            print(f"{hashlib.sha256(summ.read_bytes()).hexdigest()} {name}", flush=True)
+            summary, _, tables = summ.read_bytes().partition(b"\n")
+            print(f"{hashlib.sha256(summary).hexdigest()[:32]} {hashlib.sha256(tables).hexdigest()[:32]} {name}", flush=True)
     return 0
 
 
