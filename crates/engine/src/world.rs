@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 mod feedback;
+mod records;
 
 /// A flow's sending side.
 #[derive(Debug, Clone)]
@@ -1034,12 +1035,7 @@ impl World {
 
     /// Consume the world into tables and the summary document.
     pub fn into_results(self) -> Results {
-        summary::build(self)
-    }
-
-    /// Parts taken by the summary builder.
-    pub(crate) fn take_series(&mut self) -> (FlowSeries, QueueSeries, ProbeSeries) {
-        (std::mem::take(&mut self.flow_ts), std::mem::take(&mut self.queue_ts), std::mem::take(&mut self.probes))
+        summary::build(self.into_records())
     }
 }
 
