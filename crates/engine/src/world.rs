@@ -13,40 +13,27 @@ use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
 use crate::net::packet::{Packet, PacketKind};
 use crate::net::route::{self, Hop, Routes, Stage};
-use crate::net::topology::{Attach, QueueOptions, Topology};
 use crate::ppv::marker::PvMarker;
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};
 use crate::sim::prefetch::prefetch;
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::scheduler::{Event, EventQueue};
-use crate::transport::qcn_rp::QcnSource;
 use crate::transport::rate_source::{self, RateSourceSpec};
 use crate::transport::tcp_receiver::TcpReceiver;
 use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
-use crate::transport::udp::{CbrSource, DatagramSink};
+use crate::transport::udp::DatagramSink;
 use crate::transport::{EcnSetting, TcpConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+pub use crate::transport::endpoint::{Sink, Source};
+
 mod feedback;
 mod records;
+mod topology;
 
-/// A flow's sending side.
-#[derive(Debug, Clone)]
-pub enum Source {
-    Tcp(TcpSender),
-    Cbr(CbrSource),
-    /// A rate-limited source with a QCN reaction point (`cc = "qcn"`).
-    Qcn(QcnSource),
-}
-
-/// A flow's receiving side.
-#[derive(Debug, Clone)]
-pub enum Sink {
-    Tcp(TcpReceiver),
-    Datagram(DatagramSink),
-}
+use topology::{Attach, QueueOptions, Topology};
 
 /// Static facts about a flow, for the flow table.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
-//! Packets, links, delay lines, routes and topology builders.
+//! Packets, links, delay lines and routes (the topology is built by the
+//! world: `world/topology.rs`).
 
 pub mod delay_line;
 pub mod link;
 pub mod packet;
 pub mod route;
-pub mod topology;

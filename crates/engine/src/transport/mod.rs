@@ -4,6 +4,7 @@
 //! Endpoints produce packets without routes; the world stamps the route of
 //! the flow's direction and forwards them. Endpoints never see queues.
 
+pub mod endpoint;
 pub mod rate;
 pub mod qcn_rp;
 pub mod rate_source;
