@@ -11,6 +11,7 @@ pub mod aqm;
 pub mod cc;
 pub mod metrics;
 pub mod net;
+pub mod packet;
 pub mod params;
 pub mod ppv;
 pub mod scenario;

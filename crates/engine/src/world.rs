@@ -11,7 +11,7 @@ use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
-use crate::net::packet::{Packet, PacketKind};
+use crate::packet::{Packet, PacketKind};
 use crate::net::route::{self, Hop, Routes, Stage};
 use crate::ppv::marker::PvMarker;
 use crate::scenario::{resolve_ecn, Scenario, SizeDist};

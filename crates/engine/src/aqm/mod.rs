@@ -25,7 +25,7 @@ pub mod red;
 pub mod step;
 pub mod vdq_csaqm;
 
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 use crate::params::{parse_params, to_value, unknown_choice};
 use crate::sim::rng::SimRng;
 use crate::sim::units::BufferSpec;
@@ -469,7 +469,7 @@ pub(crate) mod testing {
     //! A harness for trace-driven AQM unit tests: scripted arrivals and
     //! dequeues at given times, with counters to assert on.
     use super::*;
-    use crate::net::packet::PacketKind;
+    use crate::packet::PacketKind;
     use crate::sim::rng::Domain;
 
     pub struct Harness<Q: Qdisc> {
@@ -579,7 +579,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{data, env, Harness};
     use super::*;
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     /// Departure lookahead trusts `decides_on_arrival`: every discipline it
     /// names must be served by `classify_and_admit` (which would panic), and

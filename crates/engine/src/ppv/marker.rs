@@ -22,7 +22,7 @@
 //! the source's own clock, so `engine.lookahead` cannot change a value.
 
 use super::tvf;
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::rng::SimRng;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
@@ -133,7 +133,7 @@ impl PvMarker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::packet::PacketKind;
+    use crate::packet::PacketKind;
     use crate::ppv::{tvf_inverse, PV_MAX};
     use crate::sim::rng::Domain;
 

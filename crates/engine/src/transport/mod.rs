@@ -14,7 +14,7 @@ pub mod tcp_receiver;
 pub mod tcp_sender;
 pub mod udp;
 
-use crate::net::packet::Ecn;
+use crate::packet::Ecn;
 use crate::sim::units::serde_duration;
 use crate::sim::NS_PER_MS;
 use serde::{Deserialize, Serialize};

@@ -25,7 +25,7 @@
 //! docs/algorithms/qcn.md lists the choices and what could not be verified.
 
 use super::rate_source::RateSourceSpec;
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::units::{serde_duration, serde_rate, serde_size};
 use crate::sim::NS_PER_SEC;

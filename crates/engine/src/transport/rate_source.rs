@@ -8,7 +8,7 @@
 use super::endpoint::Source;
 use super::qcn_rp::{self, QcnSource};
 use super::udp::CbrSource;
-use crate::net::packet::Ecn;
+use crate::packet::Ecn;
 use serde_json::Value;
 
 /// What every rate-based source of a flow is built from.
