@@ -7,8 +7,9 @@
 //! error text) → [`ppv`] → [`cc`] and [`aqm`] (the algorithms) →
 //! [`transport`] (TCP, UDP, QCN sources; endpoints) → [`metrics`]
 //! (collectors; results from plain run records) → [`net`] (links, delay
-//! lines, routes) → [`scenario`] (the validated input) → [`world`] (builds
-//! and runs it). The crate knows nothing of Python, files or plots.
+//! lines, routes) → [`registry`] → [`scenario`] (the validated input) →
+//! [`world`] (builds and runs it). The crate knows nothing of Python,
+//! files or plots.
 
 pub mod aqm;
 pub mod cc;
@@ -17,6 +18,7 @@ pub mod net;
 pub mod packet;
 pub mod params;
 pub mod ppv;
+pub mod registry;
 pub mod scenario;
 pub mod sim;
 pub mod transport;

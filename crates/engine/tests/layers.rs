@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["metrics"],
     &["net"],
+    &["registry"],
     &["scenario"],
     &["world"],
 ];
