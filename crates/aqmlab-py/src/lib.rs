@@ -112,7 +112,7 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
 /// Names, summaries and default parameters of every AQM and congestion control (JSON text).
 #[pyfunction]
 fn registry() -> PyResult<String> {
-    scenario::registry().map(|r| r.to_string()).map_err(PyRuntimeError::new_err)
+    aqmlab_engine::registry::registry().map(|r| r.to_string()).map_err(PyRuntimeError::new_err)
 }
 
 /// Deliberately panic inside the engine (tests check it surfaces as an exception).

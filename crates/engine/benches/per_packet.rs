@@ -4,7 +4,7 @@
 
 use aqmlab_engine::aqm::{self, FlowQueueCounters, Qdisc, QdiscCtx, QdiscEnv, QueueLimit, SubqueueCounters, MAX_SUBQUEUES};
 use aqmlab_engine::cc::{self, AckEvent, CongestionControl, CongestionEvent, CongestionKind};
-use aqmlab_engine::net::packet::{Ecn, Packet, PacketKind};
+use aqmlab_engine::packet::{Ecn, Packet, PacketKind};
 use aqmlab_engine::sim::rng::{Domain, SimRng};
 use std::hint::black_box;
 use std::time::Instant;

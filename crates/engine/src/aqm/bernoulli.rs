@@ -17,7 +17,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -110,7 +110,7 @@ impl Qdisc for Bernoulli {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     /// Offer `n` packets of codepoint `ecn`, dequeueing each at once; return (drops, marks).
     fn offer(cfg: BernoulliConfig, ecn: Ecn, n: u64) -> (u64, u64) {

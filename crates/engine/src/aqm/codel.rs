@@ -19,7 +19,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 use crate::sim::units::{serde_duration, serde_opt_duration};
 use serde::{Deserialize, Serialize};
 

@@ -20,7 +20,7 @@
 
 use super::dualq::{DualQueue, L4sEct, SchedulerKind, L, SUBQUEUE_NAMES};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
 
@@ -214,7 +214,7 @@ impl Qdisc for CurvyRed {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, random_trace, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     const MS: u64 = 1_000_000;
 

@@ -14,7 +14,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, QdiscCtx, QueueLimit};
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 use serde::{Deserialize, Serialize};
 
 /// Sub-queue indices (order of [`SUBQUEUE_NAMES`]).

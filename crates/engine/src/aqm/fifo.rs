@@ -2,7 +2,7 @@
 //! discipline stores its packets in.
 
 use super::{DecidesOnArrival, DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -111,7 +111,7 @@ impl Qdisc for Fifo {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     #[test]
     fn fifo_tail_drops_at_the_packet_limit_and_keeps_order() {

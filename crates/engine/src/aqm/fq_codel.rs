@@ -19,7 +19,7 @@
 use super::codel::{codel_dequeue, CodelConfig, CodelParams, CodelQueue, CodelVars};
 use super::fifo::PacketQueue;
 use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::units::{serde_duration, serde_opt_duration, serde_size};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -275,7 +275,7 @@ impl Qdisc for FqCodel {
 mod tests {
     use super::*;
     use crate::aqm::testing::{env, random_trace, Harness};
-    use crate::net::packet::{Ecn, PacketKind};
+    use crate::packet::{Ecn, PacketKind};
 
     fn fq(limit_pkts: u64) -> Harness<FqCodel> {
         Harness::new(FqCodel::new(FqCodelConfig::default(), &env(10_000_000, limit_pkts)).unwrap())

@@ -25,10 +25,10 @@ pub mod red;
 pub mod step;
 pub mod vdq_csaqm;
 
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
+use crate::params::{parse_params, to_value, unknown_choice};
 use crate::sim::rng::SimRng;
 use crate::sim::units::BufferSpec;
-use serde::{de::DeserializeOwned, Serialize};
 
 /// Why a packet was dropped. Indexes per-reason counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -283,20 +283,6 @@ pub trait DecidesOnArrival: Qdisc {
     fn admit(&mut self, pkt: &mut Packet, backlog_pkts: usize, backlog_bytes: u64, ctx: &mut QdiscCtx) -> bool;
 }
 
-/// Deserialise an algorithm's parameters (strict: unknown keys are errors)
-/// with every unspecified field at its documented default.
-pub fn parse_params<T: DeserializeOwned + Default>(params: &serde_json::Value) -> Result<T, String> {
-    if params.is_null() {
-        return Ok(T::default());
-    }
-    crate::scenario::from_value_path(params.clone())
-}
-
-/// Serialise a config (all defaults filled in) for the normalised scenario.
-pub fn to_value<T: Serialize>(cfg: &T) -> serde_json::Value {
-    serde_json::to_value(cfg).expect("configs serialise")
-}
-
 /// Static dispatch over the disciplines (no boxes, `Clone` for snapshots).
 #[derive(Debug, Clone)]
 pub enum AnyQdisc {
@@ -474,7 +460,7 @@ pub fn lookup(name: &str) -> Option<&'static AqmEntry> {
 pub fn build(name: &str, params: &serde_json::Value, env: &QdiscEnv) -> Result<(AnyQdisc, serde_json::Value), String> {
     match lookup(name) {
         Some(e) => (e.build)(params, env),
-        None => Err(crate::scenario::unknown_choice("AQM", name, &aqm_names())),
+        None => Err(unknown_choice("AQM", name, &aqm_names())),
     }
 }
 
@@ -483,7 +469,7 @@ pub(crate) mod testing {
     //! A harness for trace-driven AQM unit tests: scripted arrivals and
     //! dequeues at given times, with counters to assert on.
     use super::*;
-    use crate::net::packet::PacketKind;
+    use crate::packet::PacketKind;
     use crate::sim::rng::Domain;
 
     pub struct Harness<Q: Qdisc> {
@@ -593,7 +579,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{data, env, Harness};
     use super::*;
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     /// Departure lookahead trusts `decides_on_arrival`: every discipline it
     /// names must be served by `classify_and_admit` (which would panic), and

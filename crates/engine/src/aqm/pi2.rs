@@ -16,7 +16,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
 
@@ -192,7 +192,7 @@ impl Qdisc for Pi2 {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, random_trace, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     const MS: u64 = 1_000_000;
 

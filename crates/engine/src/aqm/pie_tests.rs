@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::aqm::testing::{data, env, random_trace, Harness};
-use crate::net::packet::Ecn;
+use crate::packet::Ecn;
 
 const MS: u64 = 1_000_000;
 

@@ -22,7 +22,7 @@
 
 use super::fifo::{Fifo, FifoConfig};
 use super::{Qdisc, QdiscCtx, QdiscEnv};
-use crate::net::packet::{Packet, PacketKind};
+use crate::packet::{Packet, PacketKind};
 use crate::sim::units::{serde_buffer, serde_size, BufferSpec};
 use serde::{Deserialize, Serialize};
 
@@ -236,7 +236,7 @@ impl Qdisc for Qcn {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, random_trace, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     fn cp(q_eq: BufferSpec, sample_base: u64, jitter: f64, limit_pkts: u64) -> Harness<Qcn> {
         let cfg = QcnConfig { q_eq, w: 2.0, sample_base, sample_jitter: jitter, fb_range_w: 2.0 };

@@ -23,7 +23,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::units::{serde_duration, serde_size};
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DecidesOnArrival, DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::units::{serde_buffer, BufferSpec};
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +117,7 @@ impl Qdisc for Step {
 mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, Harness};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
 
     #[test]
     fn marks_exactly_the_arrivals_that_find_k_or_more_packets() {

@@ -39,7 +39,7 @@
 
 use super::dualq::{DualQueue, L4sEct, SchedulerKind, L, SUBQUEUE_NAMES};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::ppv::PV_MAX;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};

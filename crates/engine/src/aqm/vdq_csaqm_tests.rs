@@ -2,7 +2,7 @@
 //! dequeue decisions of the slides, strict priority and conservation.
 use super::*;
 use crate::aqm::testing::{data, env, random_trace, Harness};
-use crate::net::packet::Ecn;
+use crate::packet::Ecn;
 
 const GBPS: u64 = 1_000_000_000;
 

@@ -308,9 +308,9 @@ macro_rules! entry {
             default_ecn: $ecn,
             ecn_style: $style,
             build: |params| {
-                let cfg: $cfg = crate::aqm::parse_params(params)?;
+                let cfg: $cfg = crate::params::parse_params(params)?;
                 let c = <$ty>::new(cfg.clone())?;
-                Ok((AnyCc::$variant(c.into()), crate::aqm::to_value(&cfg)))
+                Ok((AnyCc::$variant(c.into()), crate::params::to_value(&cfg)))
             },
         }
     };

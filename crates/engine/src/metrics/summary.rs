@@ -1,17 +1,15 @@
-//! From a finished world to tables and the summary document.
+//! From a run's records to tables and the summary document.
 //!
 //! Statistics cover the measurement window [warm-up, duration]. The summary
 //! keys are a documented contract (docs/results.md); Python adds `version`,
 //! the normalised `scenario` and the wall time.
 
 use super::histogram::Histogram;
+use super::records::{FlowRecord, QueueRecord, RunRecords};
 use super::{Column, Results, Table};
-use crate::aqm::{Qdisc, SubqueueCounters, DROP_REASONS, MARK_REASONS};
-use crate::cc::CongestionControl;
-use crate::net::link::Link;
+use crate::aqm::{SubqueueCounters, DROP_REASONS, MARK_REASONS};
 use crate::sim::ns_to_secs;
 use crate::transport::EcnSetting;
-use crate::world::{Sink, Source, World};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -88,13 +86,9 @@ fn queue_stats(c: &SubqueueCounters, h: Option<&Histogram>) -> Value {
     })
 }
 
-/// Queue rows and summary entries for one link.
-fn summarize_queue(l: &Link, window_ns: u64, rows: &mut QueueRows) -> Option<Value> {
-    let q = l.queue.as_ref()?;
-    if !l.report {
-        return None;
-    }
-    let names = q.qdisc.subqueue_names();
+/// Queue rows and summary entries for one reported queue.
+fn summarize_queue(q: &QueueRecord, window_ns: u64, rows: &mut QueueRows) -> Value {
+    let names = q.subqueue_names;
     let mut total = SubqueueCounters::default();
     let mut merged = Histogram::new();
     let mut subs = Map::new();
@@ -105,23 +99,23 @@ fn summarize_queue(l: &Link, window_ns: u64, rows: &mut QueueRows) -> Option<Val
         if let Some(h) = h {
             merged.merge(h);
         }
-        rows.push(&l.name, sub, &q.aqm_name, &c, h);
+        rows.push(&q.name, sub, &q.aqm, &c, h);
         if names.len() > 1 {
             subs.insert(sub.to_string(), queue_stats(&c, h));
         }
     }
     if names.len() > 1 {
-        rows.push(&l.name, "all", &q.aqm_name, &total, q.hist.first().map(|_| &merged));
+        rows.push(&q.name, "all", &q.aqm, &total, q.hist.first().map(|_| &merged));
     }
     let busy = q.busy_ns - q.busy_ns_at_warmup;
     let mut v = queue_stats(&total, q.hist.first().map(|_| &merged));
     let o = v.as_object_mut().unwrap();
-    o.insert("name".into(), json!(l.name));
-    o.insert("aqm".into(), json!(q.aqm_name));
-    o.insert("rate_bps".into(), json!(l.rate_bps));
+    o.insert("name".into(), json!(q.name));
+    o.insert("aqm".into(), json!(q.aqm));
+    o.insert("rate_bps".into(), json!(q.rate_bps));
     o.insert("utilization".into(), json!((busy as f64 / window_ns as f64).min(1.0)));
     o.insert("subqueues".into(), Value::Object(subs));
-    Some(v)
+    v
 }
 
 #[derive(Default)]
@@ -168,45 +162,31 @@ impl QueueRows {
     }
 }
 
-pub fn build(mut w: World) -> Results {
-    let warm = w.warmup_ns();
-    let end = w.end_ns();
+pub fn build(r: RunRecords) -> Results {
+    let warm = r.warmup_ns;
+    let end = r.end_ns;
     let window = (end - warm).max(1);
-    let (flow_ts, queue_ts, probes) = w.take_series();
 
     // Flows.
-    let n = w.flows.len();
-    let mut t = FlowRows::with_capacity(n);
+    let mut t = FlowRows::default();
     let mut flows_json = vec![];
     let mut long_goodputs = vec![];
     let (mut l4s, mut classic) = (vec![], vec![]);
-    for (i, f) in w.flows.iter().enumerate() {
-        let fc = w.flow_counters()[i];
-        let info = &f.info;
+    for (i, info) in r.flows.iter().enumerate() {
         let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
         let active = to.saturating_sub(from);
-        let measured = f.delivered_at_end - f.delivered_at_warmup;
-        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated, mut sent) = (0, 0, 0, 0, None, "n/a", 0);
-        if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
-            retx = s.stats.retransmits;
-            rtos = s.stats.rtos;
-            ecn_red = s.stats.ecn_reductions;
-            srtt = s.srtt_ns();
-            sent = s.stats.segs_sent;
+        let measured = info.delivered_at_end - info.delivered_at_warmup;
+        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated) = (0, 0, 0, 0, None, "n/a");
+        if let Some(tcp) = &info.tcp {
+            retx = tcp.retransmits;
+            rtos = tcp.rtos;
+            ecn_red = tcp.ecn_reductions;
+            srtt = tcp.srtt_ns;
             // A receiver may run ahead of real time; a completion after the end did not happen.
-            fct = r.completed_ns().filter(|&c| c <= end).map(|c| c - info.start_ns);
-            negotiated = match s.feedback() {
-                crate::transport::Feedback::None => "off",
-                crate::transport::Feedback::Classic => "classic",
-                crate::transport::Feedback::Accurate => "accurate",
-            };
-            let _ = s.cc.cwnd();
+            fct = info.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
+            negotiated = tcp.negotiated;
         }
-        match &f.source {
-            Source::Cbr(c) => sent = c.pkts_sent,
-            Source::Qcn(q) => sent = q.pkts_sent,
-            Source::Tcp(_) => {}
-        }
+        let sent = info.sent;
         let goodput = match (info.size_bytes, fct) {
             (Some(size), Some(fct)) => size as f64 * 8.0 / ns_to_secs(fct.max(1)),
             (Some(_), None) => f64::NAN,
@@ -218,8 +198,7 @@ pub fn build(mut w: World) -> Results {
                 }
             }
         };
-        let is_tcp = matches!(f.source, Source::Tcp(_));
-        if info.size_bytes.is_none() && is_tcp && active > 0 {
+        if info.size_bytes.is_none() && info.tcp_source && active > 0 {
             long_goodputs.push(goodput);
             if info.ecn == EcnSetting::L4s {
                 l4s.push(goodput);
@@ -238,17 +217,17 @@ pub fn build(mut w: World) -> Results {
                 ecn_negotiated: negotiated,
                 rtt_ms: info.base_rtt_ns as f64 / 1e6,
                 goodput_bps: (!goodput.is_nan()).then_some(goodput),
-                bytes: f.delivered_at_end,
+                bytes: info.delivered_at_end,
                 retransmits: retx,
                 rtos,
                 ecn_reductions: ecn_red,
-                drops: fc.drops,
-                marks: fc.marks,
+                drops: info.drops,
+                marks: info.marks,
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
             });
         }
-        t.push(i, info, &ecn_name, negotiated, f.delivered_at_end, measured, goodput, retx, rtos, ecn_red, sent, fc.drops, fc.marks, srtt, fct);
+        t.push(i, info, &ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
@@ -258,32 +237,29 @@ pub fn build(mut w: World) -> Results {
 
     // Queues.
     let mut rows = QueueRows::default();
-    let queues_json: Vec<Value> = w.links.iter().filter_map(|l| summarize_queue(l, window, &mut rows)).collect();
+    let queues_json: Vec<Value> = r.queues.iter().map(|q| summarize_queue(q, window, &mut rows)).collect();
     let mut samples = (vec![], vec![], vec![], vec![], vec![]);
-    for l in w.links.iter().filter(|l| l.report) {
-        if let Some(q) = &l.queue {
-            let names = q.qdisc.subqueue_names();
-            for &(ts, sub, flow, soj) in &q.samples {
-                samples.0.push(ts);
-                samples.1.push(l.name.clone());
-                samples.2.push(names[sub as usize].to_string());
-                samples.3.push(flow as u64);
-                samples.4.push(soj);
-            }
+    for q in &r.queues {
+        for &(ts, sub, flow, soj) in &q.samples {
+            samples.0.push(ts);
+            samples.1.push(q.name.clone());
+            samples.2.push(q.subqueue_names[sub as usize].to_string());
+            samples.3.push(flow as u64);
+            samples.4.push(soj);
         }
     }
 
     // Workload (finite) flows: FCT summary per group.
-    let fct_rows: Vec<(f64, f64)> = w
+    let fct_rows: Vec<(f64, f64)> = r
         .flows
         .iter()
-        .filter(|f| f.info.from_workload)
-        .filter_map(|f| match (&f.sink, f.info.size_bytes) {
-            (Sink::Tcp(r), Some(sz)) => r.completed_ns().filter(|&c| c <= end).map(|c| (sz as f64, ns_to_secs(c - f.info.start_ns))),
+        .filter(|f| f.from_workload)
+        .filter_map(|f| match (f.completed_ns, f.size_bytes) {
+            (Some(c), Some(sz)) => (c <= end).then(|| (sz as f64, ns_to_secs(c - f.start_ns))),
             _ => None,
         })
         .collect();
-    let started_workload = w.flows.iter().filter(|f| f.info.from_workload).count();
+    let started_workload = r.flows.iter().filter(|f| f.from_workload).count();
 
     // Serialised straight to text from typed rows: a JSON value tree costs
     // about 1.5 kB per flow, which matters with ten thousand flows.
@@ -292,13 +268,13 @@ pub fn build(mut w: World) -> Results {
         // rounded, so "0.3s" shows as 0.3, not 0.30000000000000004.
         duration_s: end as f64 / 1e9,
         warmup_s: warm as f64 / 1e9,
-        seed: w.seed(),
+        seed: r.seed,
         perf: json!({
-            "events": w.events_executed(),
-            "events_by_kind": w.events_by_kind().iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<String, Value>>(),
-            "bottleneck_packets": w.bottleneck_packets(),
+            "events": r.perf.events,
+            "events_by_kind": r.perf.events_by_kind.iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<String, Value>>(),
+            "bottleneck_packets": r.perf.bottleneck_packets,
             "sim_s": ns_to_secs(end),
-            "wall_s": w.wall_s(),
+            "wall_s": r.perf.wall_s,
         }),
         flows: flows_json,
         workload_flows: json!({ "started": started_workload, "completed": fct_rows.len(),
@@ -331,9 +307,9 @@ pub fn build(mut w: World) -> Results {
             .col("hi_ns", Column::U64(rows.cdf.3))
             .col("count", Column::U64(rows.cdf.4)),
     );
-    tables.push(flow_ts.into_table());
-    tables.push(queue_ts.into_table());
-    tables.push(probes.into_table("probes"));
+    tables.push(r.flow_series.into_table());
+    tables.push(r.queue_series.into_table());
+    tables.push(r.probes.into_table("probes"));
     tables.push(
         Table::new("sojourn_samples")
             .col("t_ns", Column::U64(samples.0))
@@ -410,25 +386,19 @@ struct FlowRows {
 }
 
 impl FlowRows {
-    fn with_capacity(_n: usize) -> Self {
-        Self::default()
-    }
     #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         i: usize,
-        info: &crate::world::FlowInfo,
+        info: &FlowRecord,
         ecn: &str,
         negotiated: &str,
-        bytes: u64,
         measured: u64,
         goodput: f64,
         retx: u64,
         rtos: u64,
         ecn_red: u64,
         sent: u64,
-        drops: u64,
-        marks: u64,
         srtt: u64,
         fct: Option<u64>,
     ) {
@@ -441,15 +411,15 @@ impl FlowRows {
         self.base_rtt_ns.push(info.base_rtt_ns);
         self.start_ns.push(info.start_ns);
         self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));
-        self.bytes.push(bytes);
+        self.bytes.push(info.delivered_at_end);
         self.bytes_measured.push(measured);
         self.goodput_bps.push(goodput);
         self.retransmits.push(retx);
         self.rtos.push(rtos);
         self.ecn_reductions.push(ecn_red);
         self.segs_sent.push(sent);
-        self.drops.push(drops);
-        self.marks.push(marks);
+        self.drops.push(info.drops);
+        self.marks.push(info.marks);
         self.srtt_ns.push(srtt);
         self.fct_ns.push(fct.map_or(-1, |f| f as i64));
         self.workload.push(info.from_workload as u64);

@@ -15,7 +15,7 @@
 //! keeping the time in the packet makes an entry one 64-byte cache line
 //! rather than 72 bytes straddling two.
 
-use super::packet::Packet;
+use crate::packet::Packet;
 use std::collections::VecDeque;
 
 #[derive(Debug, Clone)]
@@ -135,7 +135,7 @@ fn stamp(p: &mut Packet, at: u64, route: u32, hop: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::packet::PacketKind;
+    use crate::packet::PacketKind;
 
     fn pkt(seq: u64) -> Packet {
         let mut p = Packet::new(PacketKind::Ack, 0, 52);

@@ -20,7 +20,7 @@ use crate::aqm::{
     AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
 };
 use crate::metrics::histogram::Histogram;
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::rng::SimRng;
 use crate::sim::NS_PER_SEC;
 use std::collections::VecDeque;
@@ -166,7 +166,7 @@ impl Link {
                     QdiscCtx::new(0, &mut self.rng, &mut q.counters, flow_counters).mark(pkt, MarkReason::LinkMark);
                 }
                 None => {
-                    pkt.ecn = crate::net::packet::Ecn::Ce;
+                    pkt.ecn = crate::packet::Ecn::Ce;
                     self.random_marks += 1;
                     if let Some(f) = flow_counters.get_mut(pkt.flow as usize) {
                         f.marks += 1;
@@ -386,7 +386,7 @@ mod tests {
     use super::*;
     use crate::aqm::fifo::{Fifo, FifoConfig};
     use crate::aqm::testing::{data, env};
-    use crate::net::packet::Ecn;
+    use crate::packet::Ecn;
     use crate::sim::rng::Domain;
 
     fn fifo_link(limit_pkts: u64) -> Link {

@@ -22,7 +22,7 @@
 //! the source's own clock, so `engine.lookahead` cannot change a value.
 
 use super::tvf;
-use crate::net::packet::Packet;
+use crate::packet::Packet;
 use crate::sim::rng::SimRng;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
@@ -70,7 +70,7 @@ impl MarkerSpec {
         if let Some(p) = self.policy.take() {
             let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
             let w = POLICIES.iter().find(|(n, _)| *n == p).map(|(_, w)| *w).ok_or_else(|| {
-                format!("{path}.policy: {}", crate::scenario::unknown_choice("policy", &p, &names))
+                format!("{path}.policy: {}", crate::params::unknown_choice("policy", &p, &names))
             })?;
             if self.weight.is_some() {
                 return Err(format!("{path}: give either policy or weight, not both"));
@@ -133,7 +133,7 @@ impl PvMarker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::packet::PacketKind;
+    use crate::packet::PacketKind;
     use crate::ppv::{tvf_inverse, PV_MAX};
     use crate::sim::rng::Domain;
 

@@ -4,6 +4,7 @@
 //! Endpoints produce packets without routes; the world stamps the route of
 //! the flow's direction and forwards them. Endpoints never see queues.
 
+pub mod endpoint;
 pub mod rate;
 pub mod qcn_rp;
 pub mod rate_source;
@@ -13,7 +14,7 @@ pub mod tcp_receiver;
 pub mod tcp_sender;
 pub mod udp;
 
-use crate::net::packet::Ecn;
+use crate::packet::Ecn;
 use crate::sim::units::serde_duration;
 use crate::sim::NS_PER_MS;
 use serde::{Deserialize, Serialize};

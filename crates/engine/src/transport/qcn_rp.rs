@@ -25,7 +25,7 @@
 //! docs/algorithms/qcn.md lists the choices and what could not be verified.
 
 use super::rate_source::RateSourceSpec;
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::units::{serde_duration, serde_rate, serde_size};
 use crate::sim::NS_PER_SEC;
@@ -374,9 +374,9 @@ const RP_STREAM: u64 = 1 << 40;
 
 /// Validate and normalise a `cc = "qcn"` flow group's `params`.
 pub fn normalize_params(params: &serde_json::Value) -> Result<serde_json::Value, String> {
-    let cfg: QcnRpConfig = crate::aqm::parse_params(params)?;
+    let cfg: QcnRpConfig = crate::params::parse_params(params)?;
     cfg.validate()?;
-    Ok(crate::aqm::to_value(&cfg))
+    Ok(crate::params::to_value(&cfg))
 }
 
 /// A greedy source behind a QCN rate limiter: fixed-size datagrams at the
@@ -407,7 +407,7 @@ impl QcnSource {
     /// rate, `params` its normalised RP parameters. The RP draws from its own
     /// stream, apart from the flow's start-jitter draw.
     pub fn build(s: &RateSourceSpec, params: &serde_json::Value) -> Result<Self, String> {
-        let cfg: QcnRpConfig = crate::aqm::parse_params(params)?;
+        let cfg: QcnRpConfig = crate::params::parse_params(params)?;
         cfg.validate()?;
         let rng = SimRng::derive(s.seed, Domain::Flow, RP_STREAM | s.flow as u64);
         let rp = ReactionPoint::new(cfg, s.rate_bps, rng);

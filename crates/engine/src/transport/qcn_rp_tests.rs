@@ -2,7 +2,7 @@
 //! with exact expected rates (cycle jitter off).
 
 use super::*;
-use crate::net::packet::PacketKind;
+use crate::packet::PacketKind;
 use crate::sim::rng::Domain;
 
 const G: u64 = 1_000_000_000;

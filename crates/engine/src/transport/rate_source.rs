@@ -5,10 +5,10 @@
 //! registries, so that validation, the registry listing and the world's
 //! builder never test a source by name.
 
+use super::endpoint::Source;
 use super::qcn_rp::{self, QcnSource};
 use super::udp::CbrSource;
-use crate::net::packet::Ecn;
-use crate::world::Source;
+use crate::packet::Ecn;
 use serde_json::Value;
 
 /// What every rate-based source of a flow is built from.

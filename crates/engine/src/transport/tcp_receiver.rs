@@ -14,7 +14,7 @@
 //!   draft-ietf-tcpm-accurate-ecn §3.2 (cumulative CE counter).
 
 use super::{ack_size_bytes, payload_of, Feedback, TcpConfig, SYN_BYTES};
-use crate::net::packet::{flags, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
+use crate::packet::{flags, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 
 #[derive(Debug, Clone, Copy)]
 struct OooRange {

@@ -19,7 +19,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, SegState};
 use super::{payload_of, segments_for, EcnSetting, Feedback, TcpConfig, SYN_BYTES};
 use crate::cc::{AckEvent, AnyCc, CongestionControl, CongestionEvent, CongestionKind, Established};
-use crate::net::packet::{flags, Ecn, Packet, PacketKind};
+use crate::packet::{flags, Ecn, Packet, PacketKind};
 use crate::sim::{tx_time_ns, NS_PER_SEC};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,7 +309,7 @@ impl TcpSender {
                 }
             }
         });
-        for i in 0..crate::net::packet::MAX_SACK_BLOCKS {
+        for i in 0..crate::packet::MAX_SACK_BLOCKS {
             let b = ack.sack_block(i);
             if b.len > 0 {
                 let s = ack_seq + b.start_off as u64;

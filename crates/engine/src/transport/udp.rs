@@ -5,7 +5,7 @@
 //! 7567 §4 and of DualQ overload tests). The ECN codepoint is configurable so
 //! unresponsive ECT(1) traffic can overload an L4S queue.
 
-use crate::net::packet::{Ecn, Packet};
+use crate::packet::{Ecn, Packet};
 
 #[derive(Debug, Clone)]
 pub struct CbrSource {

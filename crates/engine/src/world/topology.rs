@@ -1,10 +1,12 @@
 //! Topology builders: the dumbbell, and an explicit graph with static
 //! shortest-path routes. Both produce links and, per flow, the forward and
-//! reverse paths that [`super::route::Routes`] compiles.
+//! reverse paths that [`crate::net::route::Routes`] compiles. Part of the
+//! world (not of `net`): it builds links from the scenario and their queues
+//! from the AQM registry, both of which sit above `net`.
 
-use super::link::Link;
-use super::route::Hop;
 use crate::aqm::{self, QdiscEnv, QueueLimit};
+use crate::net::link::Link;
+use crate::net::route::Hop;
 use crate::scenario::{LinkSpec, RateChange, Scenario};
 use crate::sim::rng::{Domain, SimRng};
 use crate::sim::units::BufferSpec;

@@ -1,0 +1,93 @@
+//! Plain records of a finished run: what the summary and the tables are
+//! built from.
+//!
+//! The world fills these once, at the end of a run (`world/records.rs`), so
+//! that `metrics` reads data, never the World: it knows nothing of sources,
+//! sinks, links or the event loop.
+
+use super::histogram::Histogram;
+use super::series::{FlowSeries, ProbeSeries, QueueSeries};
+use crate::aqm::SubqueueCounters;
+use crate::transport::EcnSetting;
+use std::sync::Arc;
+
+/// Everything [`super::summary::build`] needs of a run.
+pub struct RunRecords {
+    pub warmup_ns: u64,
+    pub end_ns: u64,
+    pub seed: u64,
+    pub perf: PerfRecord,
+    /// Every flow, in flow-id order.
+    pub flows: Vec<FlowRecord>,
+    /// Every reported queue (a link with a queue and `report`), in link order.
+    pub queues: Vec<QueueRecord>,
+    pub flow_series: FlowSeries,
+    pub queue_series: QueueSeries,
+    pub probes: ProbeSeries,
+}
+
+/// The run's cost (the benchmark's figures).
+pub struct PerfRecord {
+    pub events: u64,
+    pub events_by_kind: Vec<(&'static str, u64)>,
+    /// Data packets that left the bottleneck queues.
+    pub bottleneck_packets: u64,
+    pub wall_s: f64,
+}
+
+/// One flow: its static facts and its end-of-run counters.
+pub struct FlowRecord {
+    /// Index of the `[[flows]]` group, or `flows.len() + w` for workload `w`.
+    pub group: u32,
+    pub label: Arc<str>,
+    pub cc: Arc<str>,
+    pub ecn: EcnSetting,
+    pub base_rtt_ns: u64,
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+    pub size_bytes: Option<u64>,
+    /// Created by a workload (short flows).
+    pub from_workload: bool,
+    /// Receiver's delivered bytes when warm-up ended, and at the end.
+    pub delivered_at_warmup: u64,
+    pub delivered_at_end: u64,
+    /// Packets of this flow the queues dropped and marked.
+    pub drops: u64,
+    pub marks: u64,
+    /// The sender is TCP.
+    pub tcp_source: bool,
+    /// Packets (datagram and QCN sources) or segments (TCP) sent.
+    pub sent: u64,
+    /// Sender and receiver statistics when both ends are TCP.
+    pub tcp: Option<TcpRecord>,
+    /// When a TCP receiver had every byte of a finite flow (may lie after
+    /// the end of the run: a receiver can run ahead of real time).
+    pub completed_ns: Option<u64>,
+}
+
+/// A TCP connection's statistics.
+pub struct TcpRecord {
+    pub retransmits: u64,
+    pub rtos: u64,
+    pub ecn_reductions: u64,
+    pub srtt_ns: u64,
+    /// ECN feedback the handshake settled on: "off", "classic" or "accurate".
+    pub negotiated: &'static str,
+}
+
+/// One reported queue.
+pub struct QueueRecord {
+    pub name: String,
+    pub aqm: String,
+    pub rate_bps: u64,
+    pub subqueue_names: &'static [&'static str],
+    /// Per sub-queue, at the end and at the end of warm-up.
+    pub counters: Vec<SubqueueCounters>,
+    pub counters_at_warmup: Vec<SubqueueCounters>,
+    /// Per sub-queue sojourn histograms (empty when not recorded).
+    pub hist: Vec<Histogram>,
+    pub busy_ns: u64,
+    pub busy_ns_at_warmup: u64,
+    /// Raw sojourn samples: (time, sub-queue, flow, sojourn), all in ns.
+    pub samples: Vec<(u64, u8, u32, u64)>,
+}

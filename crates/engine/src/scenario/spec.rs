@@ -1,0 +1,293 @@
+//! The scenario's serde form: every table and key a scenario file may hold,
+//! with its defaults. Strict (`deny_unknown_fields`); meaning is checked in
+//! `validate.rs`.
+
+use crate::sim::units::{
+    serde_buffer, serde_duration, serde_opt_duration, serde_opt_rate, serde_opt_size, serde_per_second, serde_rate,
+    BufferSpec,
+};
+use crate::transport::TcpConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_count() -> u32 {
+    1
+}
+fn default_aqm() -> String {
+    "fifo".into()
+}
+/// Default buffer: 100 ms at the link rate (a common testbed choice; ns-3's
+/// 100-packet default is far too small at 10 Gbit/s and too large at 1 Mbit/s).
+fn default_buffer() -> BufferSpec {
+    BufferSpec::Time(100_000_000)
+}
+fn default_true() -> bool {
+    true
+}
+fn default_interval() -> u64 {
+    100_000_000
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(rename = "duration", with = "serde_duration")]
+    pub duration_ns: u64,
+    /// Excluded from summary statistics.
+    #[serde(rename = "warmup", default, with = "serde_duration")]
+    pub warmup_ns: u64,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// A dumbbell: senders → bottleneck → receivers, per-flow base RTTs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<BottleneckSpec>,
+    /// An explicit graph of links (instead of `bottleneck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
+    #[serde(default)]
+    pub flows: Vec<FlowGroup>,
+    #[serde(default)]
+    pub workloads: Vec<Workload>,
+    #[serde(default)]
+    pub tcp: TcpConfig,
+    #[serde(default)]
+    pub metrics: MetricsConfig,
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+/// How the engine runs (never what it simulates).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Exact shortcuts that save events (docs/performance.md): a receiver
+    /// whose replies travel a pure-delay path runs when a packet enters its
+    /// last delay, and a source folds its pure-delay first hop into its clock.
+    /// Off gives the textbook event schedule; results agree (tests check it).
+    pub lookahead: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { lookahead: true }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateChange {
+    #[serde(rename = "at", with = "serde_duration")]
+    pub at_ns: u64,
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+}
+
+/// A queue on a link: discipline, its parameters and the buffer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BottleneckSpec {
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+    /// One-way propagation delay of the bottleneck link itself (part of every flow's RTT).
+    #[serde(rename = "delay", default, with = "serde_duration")]
+    pub delay_ns: u64,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    /// Overrides of the AQM's parameters, named as in its spec.
+    #[serde(default)]
+    pub params: Value,
+    /// Random drop probability on the link.
+    #[serde(default)]
+    pub loss: f64,
+    /// Random CE-mark probability on the link (ECN-capable packets only).
+    #[serde(default)]
+    pub mark: f64,
+    /// Rate changes over time ("at 2 s the rate becomes 0.5 Gbps").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateChange>,
+    /// Sender access-link rate (NIC serialisation); unlimited by default.
+    #[serde(rename = "access_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub access_rate_bps: Option<u64>,
+    /// A queue on the ACK path; uncongested (pure delay) by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<ReverseSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReverseSpec {
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+    #[serde(flatten)]
+    pub queue: QueueSpec,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    pub links: Vec<LinkSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub from: String,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// None: a pure delay (no serialisation, no queue).
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    #[serde(rename = "delay", default, with = "serde_duration")]
+    pub delay_ns: u64,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default)]
+    pub mark: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<RateChange>,
+    /// Also create the reverse link (same rate and delay, tail-drop FIFO).
+    #[serde(default = "default_true")]
+    pub duplex: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowGroup {
+    /// Congestion control name, "udp" for constant bit rate, or "qcn" for a
+    /// QCN rate-limited source (802.1Qau reaction point).
+    pub cc: String,
+    #[serde(default = "default_count")]
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Base RTT (dumbbell).
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<u64>,
+    /// End nodes (graph topology).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    /// off | classic | l4s | dctcp; default depends on `cc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<String>,
+    /// Overrides of the congestion control's parameters.
+    #[serde(default)]
+    pub params: Value,
+    #[serde(rename = "start", default, with = "serde_duration")]
+    pub start_ns: u64,
+    /// Each flow starts uniformly at random within this after `start`.
+    #[serde(rename = "start_jitter", default, with = "serde_duration")]
+    pub start_jitter_ns: u64,
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub stop_ns: Option<u64>,
+    /// Finite flow size (payload); unbounded when absent.
+    #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
+    /// UDP: sending rate; QCN: line (maximum) rate.
+    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// UDP and QCN: datagram size on the wire (default: the MTU).
+    #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub packet_size_bytes: Option<u64>,
+    /// Per Packet Value edge marker for each flow of the group (none: PV 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<crate::ppv::marker::MarkerSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeDist {
+    /// pareto | exponential | fixed | uniform
+    pub dist: String,
+    #[serde(rename = "min", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub min_bytes: Option<u64>,
+    #[serde(rename = "max", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    #[serde(rename = "mean", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+    pub mean_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// web: finite TCP flows arriving over time.
+    pub kind: String,
+    /// poisson
+    #[serde(default = "default_arrival")]
+    pub arrival: String,
+    #[serde(with = "serde_per_second")]
+    pub rate: f64,
+    pub size: SizeDist,
+    pub cc: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<String>,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(rename = "start", default, with = "serde_duration")]
+    pub start_ns: u64,
+    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub stop_ns: Option<u64>,
+}
+
+fn default_arrival() -> String {
+    "poisson".into()
+}
+
+/// Which collectors run. Switched-off collectors cost nothing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Sampling interval of the time series (goodput, cwnd, RTT, queue length, AQM probabilities).
+    #[serde(rename = "interval", with = "serde_duration")]
+    pub interval_ns: u64,
+    /// Per-flow and per-queue time series.
+    pub timeseries: bool,
+    /// Per-sub-queue sojourn-time histograms (percentiles in the summary).
+    pub sojourn_histograms: bool,
+    /// Record the sojourn of every N-th dequeued packet as a raw sample (0: off).
+    pub sojourn_samples_every: u32,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { interval_ns: default_interval(), timeseries: true, sojourn_histograms: true, sojourn_samples_every: 0 }
+    }
+}

@@ -1,0 +1,311 @@
+//! Validation: what a scenario means (known AQM/CC names, positive rates,
+//! warm-up shorter than the run, ...), with every default filled in, so the
+//! normalised scenario written to `summary.json` says exactly what ran.
+
+use super::spec::*;
+use crate::params::{from_value_path, unknown_choice};
+use crate::registry::{flow_cc_names, is_rate_based, resolve_ecn};
+use crate::sim::units::BufferSpec;
+use crate::transport::rate_source;
+use crate::{aqm, cc};
+use serde_json::Value;
+
+/// Parse the JSON form of a scenario (strict keys), then validate it.
+pub fn parse(json: &str) -> Result<Scenario, String> {
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("scenario is not valid JSON: {e}"))?;
+    let mut s: Scenario = from_value_path(v)?;
+    s.validate()?;
+    Ok(s)
+}
+
+fn check_prob(path: &str, p: f64) -> Result<(), String> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!("{path}: must be a probability in [0, 1] (got {p})"));
+    }
+    Ok(())
+}
+
+fn check_rate(path: &str, r: u64) -> Result<(), String> {
+    if r == 0 {
+        return Err(format!("{path}: must be positive"));
+    }
+    Ok(())
+}
+
+fn check_buffer(path: &str, b: BufferSpec) -> Result<(), String> {
+    if matches!(b, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
+        return Err(format!("{path}: must be positive"));
+    }
+    Ok(())
+}
+
+/// Validate and normalise a queue: returns the params with defaults filled.
+fn check_queue(path: &str, aqm_name: &str, params: &Value, rate_bps: u64, buffer: BufferSpec, mtu: u32) -> Result<Value, String> {
+    check_buffer(&format!("{path}.buffer"), buffer)?;
+    if !(params.is_null() || params.is_object()) {
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
+    }
+    let env = aqm::QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: mtu, limit: aqm::QueueLimit::from_spec(buffer, rate_bps) };
+    match aqm::lookup(aqm_name) {
+        None => Err(format!("{path}.aqm: {}", unknown_choice("AQM", aqm_name, &aqm::aqm_names()))),
+        Some(e) => (e.build)(params, &env).map(|(_, p)| p).map_err(|m| join_path(&format!("{path}.params"), &m)),
+    }
+}
+
+fn check_schedule(path: &str, sched: &[RateChange]) -> Result<(), String> {
+    for (i, c) in sched.iter().enumerate() {
+        check_rate(&format!("{path}.rate_schedule[{i}].rate"), c.rate_bps)?;
+        if i > 0 && c.at_ns < sched[i - 1].at_ns {
+            return Err(format!("{path}.rate_schedule[{i}].at: changes must be in time order"));
+        }
+    }
+    Ok(())
+}
+
+/// Prefix an error from a nested parse with its location: "field: msg"
+/// becomes "prefix.field: msg"; a message without a field becomes "prefix: msg".
+pub fn join_path(prefix: &str, msg: &str) -> String {
+    match msg.split_once(": ") {
+        Some((head, _)) if !head.is_empty() && !head.contains(' ') && !head.contains('\'') => format!("{prefix}.{msg}"),
+        _ => format!("{prefix}: {msg}"),
+    }
+}
+
+/// Validate the endpoints and controller of a flow group or workload; returns normalised CC params.
+fn check_endpoint(
+    path: &str,
+    cc_name: &str,
+    params: &Value,
+    ecn: Option<&str>,
+    rtt_ns: Option<u64>,
+    src: &Option<String>,
+    dst: &Option<String>,
+    topo: &Option<TopologySpec>,
+    bottleneck_delay_ns: u64,
+) -> Result<Value, String> {
+    if !flow_cc_names().contains(&cc_name) {
+        return Err(format!("{path}.cc: {}", unknown_choice("congestion control", cc_name, &flow_cc_names())));
+    }
+    resolve_ecn(path, cc_name, ecn)?;
+    match topo {
+        None => {
+            let rtt = rtt_ns.ok_or_else(|| format!("{path}.rtt: required (the flow's base RTT, e.g. '10ms')"))?;
+            if rtt == 0 {
+                return Err(format!("{path}.rtt: must be positive"));
+            }
+            if rtt < 2 * bottleneck_delay_ns {
+                return Err(format!("{path}.rtt: {} is shorter than twice the bottleneck delay", crate::sim::units::format_duration_ns(rtt)));
+            }
+            if src.is_some() || dst.is_some() {
+                return Err(format!("{path}: src/dst apply to a [topology]; a dumbbell flow takes rtt"));
+            }
+        }
+        Some(t) => {
+            let nodes = t.node_names();
+            for (k, v) in [("src", src), ("dst", dst)] {
+                let n = v.as_deref().ok_or_else(|| format!("{path}.{k}: required with a [topology]"))?;
+                if !nodes.contains(&n) {
+                    return Err(format!("{path}.{k}: {}", unknown_choice("node", n, &nodes)));
+                }
+            }
+            if rtt_ns.is_some() {
+                return Err(format!("{path}.rtt: with a [topology] the RTT follows from the links"));
+            }
+        }
+    }
+    if !(params.is_null() || params.is_object()) {
+        return Err(format!("{path}.params: must be a table of parameter overrides"));
+    }
+    let normalized = match rate_source::lookup(cc_name) {
+        Some(e) => (e.normalize)(params),
+        None => (cc::lookup(cc_name).expect("checked above").build)(params).map(|(_, p)| p),
+    };
+    normalized.map_err(|m| join_path(&format!("{path}.params"), &m))
+}
+
+impl TopologySpec {
+    pub fn node_names(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = vec![];
+        for l in &self.links {
+            for n in [l.from.as_str(), l.to.as_str()] {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+            }
+        }
+        v
+    }
+}
+
+impl Scenario {
+    /// Check meaning and fill defaults (AQM and CC parameters included).
+    pub fn validate(&mut self) -> Result<(), String> {
+        if self.duration_ns == 0 {
+            return Err("duration: must be positive".into());
+        }
+        if self.warmup_ns >= self.duration_ns {
+            return Err(format!(
+                "warmup: {} must be shorter than duration {}",
+                crate::sim::units::format_duration_ns(self.warmup_ns),
+                crate::sim::units::format_duration_ns(self.duration_ns)
+            ));
+        }
+        self.tcp.validate().map_err(|m| format!("tcp.{m}"))?;
+        if self.metrics.interval_ns == 0 {
+            return Err("metrics.interval: must be positive".into());
+        }
+        let mtu = self.tcp.mtu_bytes;
+        let mut bottleneck_delay = 0;
+        match (&mut self.bottleneck, &mut self.topology) {
+            (Some(_), Some(_)) => return Err("bottleneck: give either [bottleneck] (a dumbbell) or [topology], not both".into()),
+            (None, None) => return Err("bottleneck: required (or a [topology] with links)".into()),
+            (Some(b), None) => {
+                check_rate("bottleneck.rate", b.rate_bps)?;
+                check_prob("bottleneck.loss", b.loss)?;
+                check_prob("bottleneck.mark", b.mark)?;
+                check_schedule("bottleneck", &b.rate_schedule)?;
+                b.params = check_queue("bottleneck", &b.aqm, &b.params, b.rate_bps, b.buffer, mtu)?;
+                if let Some(r) = &mut b.reverse {
+                    check_rate("bottleneck.reverse.rate", r.rate_bps)?;
+                    r.queue.params = check_queue("bottleneck.reverse", &r.queue.aqm, &r.queue.params, r.rate_bps, r.queue.buffer, mtu)?;
+                }
+                if let Some(a) = b.access_rate_bps {
+                    check_rate("bottleneck.access_rate", a)?;
+                }
+                bottleneck_delay = b.delay_ns;
+            }
+            (None, Some(t)) => {
+                if t.links.is_empty() {
+                    return Err("topology.links: needs at least one link".into());
+                }
+                for (i, l) in t.links.iter_mut().enumerate() {
+                    let p = format!("topology.links[{i}]");
+                    if l.from == l.to {
+                        return Err(format!("{p}: from and to are the same node '{}'", l.from));
+                    }
+                    check_prob(&format!("{p}.loss"), l.loss)?;
+                    check_prob(&format!("{p}.mark"), l.mark)?;
+                    check_schedule(&p, &l.rate_schedule)?;
+                    match l.rate_bps {
+                        Some(r) => {
+                            check_rate(&format!("{p}.rate"), r)?;
+                            l.params = check_queue(&p, &l.aqm, &l.params, r, l.buffer, mtu)?;
+                        }
+                        None if l.aqm != "fifo" || !l.rate_schedule.is_empty() => {
+                            return Err(format!("{p}.rate: a link without a rate is a pure delay and cannot have a queue or rate schedule"));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        if self.flows.is_empty() && self.workloads.is_empty() {
+            return Err("flows: at least one flow or workload is required".into());
+        }
+        let topo = self.topology.clone();
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            let p = format!("flows[{i}]");
+            if f.count == 0 {
+                return Err(format!("{p}.count: must be at least 1"));
+            }
+            f.params = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
+            f.ecn = Some(format!("{:?}", resolve_ecn(&p, &f.cc, f.ecn.as_deref())?).to_lowercase());
+            if let Some(m) = &mut f.marker {
+                m.validate(&format!("{p}.marker"))?;
+            }
+            if let Some(s) = f.stop_ns {
+                if s <= f.start_ns {
+                    return Err(format!("{p}.stop: must be later than start"));
+                }
+            }
+            if is_rate_based(&f.cc) {
+                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
+                check_rate(&format!("{p}.rate"), r)?;
+                if f.size_bytes.is_some() {
+                    return Err(format!("{p}.size: {} flows run from start to stop; size applies to TCP", f.cc));
+                }
+                let ps = f.packet_size_bytes.unwrap_or(mtu as u64);
+                if !(64..=65_535).contains(&ps) {
+                    return Err(format!("{p}.packet_size: must lie in 64B..=65535B"));
+                }
+            } else {
+                if f.rate_bps.is_some() {
+                    let rated: Vec<&str> = rate_source::names().collect();
+                    return Err(format!("{p}.rate: only {} flows have a rate", rated.join(" and ")));
+                }
+                if f.packet_size_bytes.is_some() {
+                    return Err(format!("{p}.packet_size: TCP segment size comes from tcp.mtu_bytes"));
+                }
+                if f.size_bytes == Some(0) {
+                    return Err(format!("{p}.size: must be positive"));
+                }
+            }
+        }
+        for (i, w) in self.workloads.iter_mut().enumerate() {
+            let p = format!("workloads[{i}]");
+            if w.kind != "web" {
+                return Err(format!("{p}.kind: {}", unknown_choice("workload kind", &w.kind, &["web"])));
+            }
+            if w.arrival != "poisson" {
+                return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
+            }
+            if is_rate_based(&w.cc) {
+                return Err(format!("{p}.cc: web workloads carry TCP flows"));
+            }
+            w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
+            w.ecn = Some(format!("{:?}", resolve_ecn(&p, &w.cc, w.ecn.as_deref())?).to_lowercase());
+            w.size.check(&format!("{p}.size"))?;
+        }
+        Ok(())
+    }
+
+    /// The normalised scenario as JSON (all defaults filled in).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("scenario serialises")
+    }
+}
+
+pub const SIZE_DISTS: [&str; 4] = ["pareto", "exponential", "fixed", "uniform"];
+
+impl SizeDist {
+    fn check(&self, path: &str) -> Result<(), String> {
+        let need = |v: Option<u64>, k: &str| v.filter(|&x| x > 0).ok_or_else(|| format!("{path}.{k}: required and positive for dist '{}'", self.dist));
+        match self.dist.as_str() {
+            "pareto" => {
+                let (lo, hi) = (need(self.min_bytes, "min")?, need(self.max_bytes, "max")?);
+                if hi <= lo {
+                    return Err(format!("{path}.max: must exceed min"));
+                }
+                let shape = self.shape.ok_or_else(|| format!("{path}.shape: required for pareto (e.g. 1.2)"))?;
+                if !(shape > 0.0 && shape.is_finite()) {
+                    return Err(format!("{path}.shape: must be positive"));
+                }
+            }
+            "exponential" | "fixed" => {
+                need(self.mean_bytes, "mean")?;
+            }
+            "uniform" => {
+                let (lo, hi) = (need(self.min_bytes, "min")?, need(self.max_bytes, "max")?);
+                if hi < lo {
+                    return Err(format!("{path}.max: must not be below min"));
+                }
+            }
+            other => return Err(format!("{path}.dist: {}", unknown_choice("size distribution", other, &SIZE_DISTS))),
+        }
+        Ok(())
+    }
+
+    /// Draw a flow size in bytes (at least 1).
+    pub fn sample(&self, rng: &mut crate::sim::rng::SimRng) -> u64 {
+        let v = match self.dist.as_str() {
+            "pareto" => rng.bounded_pareto(self.min_bytes.unwrap() as f64, self.max_bytes.unwrap() as f64, self.shape.unwrap()),
+            "exponential" => rng.exponential(self.mean_bytes.unwrap() as f64),
+            "uniform" => {
+                let (lo, hi) = (self.min_bytes.unwrap(), self.max_bytes.unwrap());
+                return lo + rng.below(hi - lo + 1);
+            }
+            _ => return self.mean_bytes.unwrap(),
+        };
+        (v.round() as u64).max(1)
+    }
+}

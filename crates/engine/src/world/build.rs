@@ -1,0 +1,244 @@
+//! Building a world from a validated scenario: topology, flows (window-
+//! and rate-based), workloads, checkpoints.
+
+use super::*;
+
+impl World {
+    /// Build from a validated scenario (see [`crate::scenario::parse`]).
+    pub fn new(s: &Scenario) -> Result<World, String> {
+        let opt = QueueOptions {
+            seed: s.seed,
+            mtu: s.tcp.mtu_bytes,
+            histograms: s.metrics.sojourn_histograms,
+            sample_every: s.metrics.sojourn_samples_every,
+        };
+        let (topology, mut links) = Topology::build(s, opt)?;
+        if s.engine.lookahead {
+            for (i, l) in links.iter_mut().enumerate() {
+                l.enable_departure_lookahead(topology.rate_changes.iter().any(|c| c.1 as usize == i));
+            }
+        }
+        let mut w = World {
+            now_ns: 0,
+            end_ns: s.duration_ns,
+            warmup_ns: s.warmup_ns,
+            seed: s.seed,
+            events: EventQueue::new(),
+            links,
+            lines: vec![],
+            line_index: BTreeMap::new(),
+            routes: Routes::default(),
+            flows: vec![],
+            flow_counters: vec![],
+            topology,
+            workloads: vec![],
+            scratch: Vec::with_capacity(64),
+            tcp: s.tcp.clone(),
+            lookahead: s.engine.lookahead,
+            feedback_route: None,
+            catching_up: false,
+            next_checkpoint_ns: 0,
+            scenario: s.clone(),
+            sample_interval_ns: s.metrics.interval_ns,
+            timeseries: s.metrics.timeseries,
+            flow_ts: FlowSeries::default(),
+            queue_ts: QueueSeries::default(),
+            probes: ProbeSeries::default(),
+            wall_s: 0.0,
+        };
+        // Exact room for the long-lived flows: growing by doubling would hold
+        // the old and the new table at once (1.5 × the table at 10 000 flows).
+        let long_lived: usize = s.flows.iter().map(|g| g.count as usize).sum();
+        w.flows.reserve_exact(long_lived);
+        w.flow_counters.reserve_exact(long_lived);
+        for (gi, g) in s.flows.iter().enumerate() {
+            let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
+            let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
+            let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
+            let cc_name: Arc<str> = g.cc.as_str().into();
+            for _ in 0..g.count {
+                let id = w.flows.len() as u64;
+                let jitter = if g.start_jitter_ns > 0 {
+                    SimRng::derive(s.seed, Domain::Flow, id).below(g.start_jitter_ns + 1)
+                } else {
+                    0
+                };
+                let info = FlowInfo {
+                    group: gi as u32,
+                    label: label.clone(),
+                    cc: cc_name.clone(),
+                    ecn,
+                    base_rtt_ns: 0,
+                    start_ns: g.start_ns + jitter,
+                    stop_ns: g.stop_ns,
+                    size_bytes: g.size_bytes,
+                    from_workload: false,
+                };
+                let rate_based = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
+                let id = w.add_flow(info, &attach, &g.params, rate_based)?;
+                let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
+                w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
+            }
+        }
+        for (wi, wl) in s.workloads.iter().enumerate() {
+            let ecn = resolve_ecn(&format!("workloads[{wi}]"), &wl.cc, wl.ecn.as_deref())?;
+            let gen = WorkloadGen {
+                index: wi,
+                rng: SimRng::derive(s.seed, Domain::Workload, wi as u64),
+                mean_gap_ns: 1e9 / wl.rate,
+                stop_ns: wl.stop_ns.unwrap_or(s.duration_ns),
+                size: wl.size.clone(),
+                params: wl.params.clone(),
+                ecn,
+                attach: attach_of(wl.rtt_ns, &wl.src, &wl.dst),
+                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)).into(),
+                cc_name: wl.cc.as_str().into(),
+            };
+            w.workloads.push(gen);
+            let first = wl.start_ns + w.next_gap(wi);
+            if first < w.workloads[wi].stop_ns {
+                w.events.schedule(first, Event::WorkloadArrival(wi as u32));
+            }
+        }
+        for i in 0..w.topology.rate_changes.len() {
+            let at = w.topology.rate_changes[i].0;
+            w.events.schedule(at, Event::LinkRateChange(i as u32));
+        }
+        for l in 0..w.links.len() {
+            w.sync_qdisc_timer(l);
+        }
+        if w.warmup_ns > 0 {
+            w.events.schedule(w.warmup_ns, Event::WarmupEnd);
+        }
+        if w.timeseries {
+            w.events.schedule(0, Event::Sample);
+        }
+        w.next_checkpoint_ns = w.checkpoint_after(0);
+        Ok(w)
+    }
+
+    /// The first checkpoint (sample, end of warm-up, end) at or after `t`.
+    pub(super) fn checkpoint_after(&self, t: u64) -> u64 {
+        let mut c = self.end_ns;
+        // No warm-up (0) is no checkpoint: nothing is read at time 0.
+        if self.warmup_ns > 0 && self.warmup_ns >= t {
+            c = c.min(self.warmup_ns);
+        }
+        if self.timeseries {
+            c = c.min(t.div_ceil(self.sample_interval_ns) * self.sample_interval_ns);
+        }
+        c
+    }
+
+    pub(super) fn next_gap(&mut self, wi: usize) -> u64 {
+        let g = &mut self.workloads[wi];
+        (g.rng.exponential(g.mean_gap_ns).round() as u64).max(1)
+    }
+
+    /// Create a flow (at build time or when a workload spawns one);
+    /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
+    pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
+        let id = self.flows.len() as u32;
+        let mut paths = self.topology.paths(attach, &mut self.links)?;
+        info.base_rtt_ns = paths.base_rtt_ns;
+        // The source's clock lags real time by its pure-delay first hop, which
+        // then disappears from the forward path and reappears at the end of the
+        // reverse path: the source sees exactly the same packets at the same
+        // (local) times, and its packets reach the first queue when they should,
+        // with no delay-line event per packet. See docs/performance.md.
+        let (lead, rest) = split_leading_delay(&paths.fwd, &self.links);
+        let clock_offset_ns = if lead > 0 && self.lookahead {
+            paths.fwd = rest;
+            paths.rev.push(Hop::Delay(lead));
+            lead
+        } else {
+            0
+        };
+        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
+        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
+        if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
+            route::make_sink_line(&mut fwd);
+        }
+        let fwd_route = self.routes.intern(fwd);
+        let rev_route = self.routes.intern(rev);
+        let (source, sink) = match rate_based {
+            Some((rate_bps, packet_size_bytes)) => {
+                let entry = rate_source::lookup(&info.cc).ok_or_else(|| format!("'{}' is not a rate-based source", info.cc))?;
+                let spec = RateSourceSpec {
+                    flow: id,
+                    rate_bps,
+                    packet_size_bytes,
+                    ecn: info.ecn.codepoint(),
+                    start_ns: info.start_ns,
+                    stop_ns: info.stop_ns,
+                    seed: self.seed,
+                };
+                ((entry.build)(&spec, params)?, Sink::Datagram(DatagramSink::default()))
+            }
+            None => {
+                let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
+                let (mut controller, _) = (entry.build)(params)?;
+                controller.set_rng(SimRng::derive(self.seed, Domain::Cc, id as u64));
+                let spec = SenderSpec {
+                    flow: id,
+                    cc: controller,
+                    ecn: info.ecn,
+                    start_ns: info.start_ns,
+                    stop_ns: info.stop_ns,
+                    total_bytes: info.size_bytes,
+                };
+                (
+                    Source::Tcp(TcpSender::new(spec, &self.tcp)),
+                    Sink::Tcp(TcpReceiver::new(id, &self.tcp, info.size_bytes)),
+                )
+            }
+        };
+        self.flows.push(Flow {
+            info: Box::new(info),
+            source,
+            sink,
+            fwd_route,
+            rev_route,
+            source_timer_at: None,
+            sink_timer_at: None,
+            delivered_at_warmup: 0,
+            delivered_at_end: 0,
+            early: VecDeque::new(),
+            clock_offset_ns,
+            pending_samples: vec![],
+            sampled_done: false,
+            marker: None,
+        });
+        self.flow_counters.push(FlowQueueCounters::default());
+        self.sync_source_timer(id as usize);
+        Ok(id)
+    }
+}
+
+/// The pure delay at the start of a path (before its first queue or lossy
+/// link), and the path without it.
+fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
+    let mut lead = 0;
+    let mut i = 0;
+    while i < hops.len() {
+        match hops[i] {
+            Hop::Delay(d) => lead += d,
+            Hop::Link(l) => {
+                let link = &links[l as usize];
+                if link.queue.is_some() || link.loss > 0.0 || link.mark > 0.0 {
+                    break;
+                }
+                lead += link.delay_ns;
+            }
+        }
+        i += 1;
+    }
+    (lead, hops[i..].to_vec())
+}
+
+fn attach_of(rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {
+    match rtt {
+        Some(r) => Attach::Rtt(r),
+        None => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
+    }
+}

@@ -1,0 +1,502 @@
+//! The event loop: dispatch, forwarding along routes, delivery, endpoint
+//! and queue timers, workload arrivals, and the run's invariants.
+
+use super::*;
+
+/// Flow tables larger than a per-core L2 cache (512 KiB to 1 MiB on current
+/// x86 CPUs) are prefetched; smaller ones mostly hit in L2 already.
+const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
+
+/// Progress is reported every this many events.
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+impl World {
+    pub fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// Run to the end. `progress(now_ns)` is called every few thousand
+    /// events; returning false aborts the run with an error.
+    pub fn run(&mut self, mut progress: impl FnMut(u64) -> bool) -> Result<(), String> {
+        let wall = std::time::Instant::now();
+        let mut since_progress = 0u64;
+        while let Some((t, ev)) = self.events.pop_until(self.end_ns) {
+            if t < self.now_ns {
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
+            }
+            self.now_ns = t;
+            self.dispatch(ev);
+            since_progress += 1;
+            if since_progress == PROGRESS_EVERY {
+                since_progress = 0;
+                if !progress(self.now_ns) {
+                    return Err("interrupted".into());
+                }
+            }
+        }
+        let end = self.end_ns;
+        self.now_ns = end;
+        self.start_due_transmissions();
+        for f in &mut self.flows {
+            f.delivered_at_end = f.delivered_bytes_at(end);
+        }
+        self.catch_up_sources()?;
+        self.now_ns = end;
+        self.wall_s = wall.elapsed().as_secs_f64();
+        // Samples still owed fall after a source's last event: its state is final.
+        for i in 0..self.flows.len() {
+            self.flush_source_samples(i, u64::MAX);
+        }
+        self.flow_ts.sort_by_time();
+        progress(self.end_ns);
+        self.check_invariants()
+    }
+
+    /// Sources whose clock lags real time have not yet lived their last
+    /// `clock_offset_ns`: run only their events (ACK arrivals, timers) up to
+    /// local time `end`. Whatever they send now would reach the network after
+    /// the end, so it is discarded, exactly as the textbook schedule would
+    /// leave it unsimulated in its first delay line.
+    pub(super) fn catch_up_sources(&mut self) -> Result<(), String> {
+        let end = self.end_ns;
+        let horizon = end + self.flows.iter().map(|f| f.clock_offset_ns).max().unwrap_or(0);
+        if horizon == end {
+            return Ok(());
+        }
+        self.catching_up = true;
+        while let Some((t, ev)) = self.events.pop_until(horizon) {
+            if t < self.now_ns {
+                return Err(format!("time went backwards: event {ev:?} at {t} ns after {} ns", self.now_ns));
+            }
+            self.now_ns = t;
+            match ev {
+                Event::SenderTimer(f) if t - self.flows[f as usize].clock_offset_ns <= end => self.on_source_timer(f as usize),
+                Event::LineArrival(d) => {
+                    let d = d as usize;
+                    if !self.lines[d].take_event(t) {
+                        continue;
+                    }
+                    while let Some(p) = self.lines[d].pop_due(t) {
+                        let f = p.flow as usize;
+                        if !p.from_source()
+                            && self.routes.stage(p.route, p.hop).is_none()
+                            && t - self.flows[f].clock_offset_ns <= end
+                        {
+                            self.deliver(&p);
+                        }
+                    }
+                    if let Some(next) = self.lines[d].rearm() {
+                        self.events.schedule(next, Event::LineArrival(d as u32));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.catching_up = false;
+        Ok(())
+    }
+
+    #[inline]
+    pub(super) fn dispatch(&mut self, ev: Event) {
+        match ev {
+            Event::LinkTxDone(l) => self.on_tx_done(l as usize),
+            Event::LineArrival(d) => self.on_line_arrival(d as usize),
+            Event::SenderTimer(f) => self.on_source_timer(f as usize),
+            Event::ReceiverTimer(f) => self.on_sink_timer(f as usize),
+            Event::QdiscTimer(l) => self.on_qdisc_timer(l as usize),
+            Event::LinkRateChange(i) => {
+                let (_, link, rate) = self.topology.rate_changes[i as usize];
+                self.links[link as usize].rate_bps = rate;
+            }
+            Event::WorkloadArrival(w) => self.on_workload_arrival(w as usize),
+            Event::Sample => self.on_sample(),
+            Event::WarmupEnd => self.on_warmup_end(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn on_tx_done(&mut self, l: usize) {
+        let now = self.now_ns;
+        let link = &mut self.links[l];
+        let q = link.queue.as_mut().expect("only queue links transmit");
+        let mut pkt = q.finish_tx();
+        if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+            self.events.schedule(done, Event::LinkTxDone(l as u32));
+        }
+        if q.has_feedback() {
+            self.send_feedback(l);
+        }
+        let link = &mut self.links[l];
+        if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
+            self.forward(&mut pkt);
+        }
+    }
+
+    #[inline]
+    pub(super) fn on_line_arrival(&mut self, d: usize) {
+        if !self.lines[d].take_event(self.now_ns) {
+            return; // superseded by an earlier head
+        }
+        while let Some(mut p) = self.lines[d].pop_due(self.now_ns) {
+            self.prefetch_flows_behind(d);
+            self.forward(&mut p);
+        }
+        if let Some(t) = self.lines[d].rearm() {
+            self.events.schedule(t, Event::LineArrival(d as u32));
+        }
+    }
+
+    /// The packets behind a line's head are usually the next events to run:
+    /// start loading the state they will touch, two deep so that the record
+    /// fetched one event ago can already be read for what it points to.
+    /// Only worth its instructions once the flow table outgrows the L2 cache.
+    #[inline(always)]
+    pub(super) fn prefetch_flows_behind(&self, d: usize) {
+        if self.flows.len() < PREFETCH_MIN_FLOWS {
+            return;
+        }
+        let line = &self.lines[d];
+        if let Some(f) = line.flow_at(1) {
+            prefetch(&self.flows[f as usize]);
+        }
+        if let Some(f) = line.flow_at(0) {
+            let f = f as usize;
+            self.flows[f].prefetch_heap_state();
+            prefetch(&self.flow_counters[f]);
+        }
+    }
+
+    /// Move a packet to the next stage of its route, or deliver it.
+    #[inline]
+    pub(super) fn forward(&mut self, pkt: &mut Packet) {
+        if self.catching_up {
+            return; // sent after the end of the run
+        }
+        let now = self.now_ns;
+        match self.routes.stage(pkt.route, pkt.hop) {
+            None => self.deliver(pkt),
+            Some(Stage::Queue(l)) => {
+                pkt.hop += 1;
+                let link = &mut self.links[l as usize];
+                let q = link.queue.as_mut().expect("queue stage");
+                if q.departs_on_arrival() {
+                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
+                        self.forward_ahead(pkt, leaves_ns);
+                    }
+                    return;
+                }
+                if q.arrive(now, *pkt, &mut self.flow_counters) {
+                    if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+                        self.events.schedule(done, Event::LinkTxDone(l));
+                    }
+                }
+                if q.has_feedback() {
+                    self.send_feedback(l as usize);
+                }
+            }
+            Some(line) => self.enter_line(pkt, line, now),
+        }
+    }
+
+    /// A packet that leaves a queue with departure lookahead at `leaves_ns`
+    /// (now or later) enters the line that follows the queue (see
+    /// `route::compile`) as if it left then.
+    #[inline]
+    pub(super) fn forward_ahead(&mut self, pkt: &mut Packet, leaves_ns: u64) {
+        if leaves_ns > self.end_ns {
+            return; // still on the wire at the end, as its departure event would not run
+        }
+        match self.routes.stage(pkt.route, pkt.hop) {
+            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => self.enter_line(pkt, line, leaves_ns),
+            other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
+        }
+    }
+
+    /// Put a packet that leaves its previous stage at `leaves_ns` (now, or
+    /// later under departure lookahead) on the line stage `line`.
+    #[inline(always)]
+    pub(super) fn enter_line(&mut self, pkt: &mut Packet, line: Stage, leaves_ns: u64) {
+        let (Stage::Line(d) | Stage::SinkLine(d)) = line else {
+            unreachable!("{line:?} is not a line");
+        };
+        pkt.hop += 1;
+        if !self.random_losses(d as usize, pkt) {
+            return;
+        }
+        if let Stage::SinkLine(_) = line {
+            let arrival = leaves_ns + self.lines[d as usize].delay_ns;
+            self.deliver_to_sink(pkt, arrival);
+        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt, pkt.route, pkt.hop) {
+            self.events.schedule(at, Event::LineArrival(d));
+        }
+    }
+
+    /// Departure lookahead: settle every transmission started by now (before
+    /// counters, backlogs or histograms are read).
+    pub(super) fn start_due_transmissions(&mut self) {
+        let now = self.now_ns;
+        for l in &mut self.links {
+            if let Some(q) = &mut l.queue {
+                q.start_due(now);
+            }
+        }
+    }
+
+    /// Random loss and marking of rate-less links merged into line `d`.
+    #[inline(always)]
+    pub(super) fn random_losses(&mut self, d: usize, pkt: &mut Packet) -> bool {
+        self.lines[d].lossy_links.is_empty() || self.random_losses_slow(d, pkt)
+    }
+
+    #[inline(never)]
+    pub(super) fn random_losses_slow(&mut self, d: usize, pkt: &mut Packet) -> bool {
+        for i in 0..self.lines[d].lossy_links.len() {
+            let l = self.lines[d].lossy_links[i] as usize;
+            if !self.links[l].apply_random(pkt, &mut self.flow_counters) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A packet reached the end of its route: hand it to its endpoint.
+    pub(super) fn deliver(&mut self, pkt: &Packet) {
+        if pkt.from_source() {
+            return self.deliver_to_sink(pkt, self.now_ns);
+        }
+        let f = pkt.flow as usize;
+        let local = self.now_ns - self.flows[f].clock_offset_ns;
+        self.flush_source_samples(f, local);
+        let base = self.scratch.len();
+        let flow = &mut self.flows[f];
+        match &mut flow.source {
+            Source::Tcp(s) => s.on_packet(local, pkt, &mut self.scratch),
+            Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, pkt),
+            _ => {}
+        }
+        if let Some(m) = flow.marker.as_deref_mut() {
+            m.mark_all(local, &mut self.scratch[base..]);
+        }
+        let route = flow.fwd_route;
+        self.emit(base, route);
+        self.sync_source_timer(f);
+    }
+
+    /// Hand a packet to its receiver at `arrival_ns` (later than now when the
+    /// route ends in a [`Stage::SinkLine`]); replies leave at their own
+    /// departure times, which are never earlier than now.
+    #[inline]
+    pub(super) fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
+        let f = pkt.flow as usize;
+        let now = self.now_ns;
+        // Replies go to `scratch` after whatever the endpoints that led here
+        // (a source, under departure lookahead) are still sending; see `emit`.
+        let base = self.scratch.len();
+        let flow = &mut self.flows[f];
+        if arrival_ns > self.next_checkpoint_ns {
+            flow.delivered_bytes_at(now); // drop entries that have arrived
+            let before = flow.processed_bytes();
+            flow.early.push_back((arrival_ns, before));
+        }
+        match &mut flow.sink {
+            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.scratch),
+            Sink::Datagram(d) => d.on_packet(arrival_ns, pkt),
+        }
+        let route = flow.rev_route;
+        for i in base..self.scratch.len() {
+            // A reply leaving later than now (the receiver ran ahead) can
+            // only enter the pure delay its route starts with (see `SinkLine`).
+            // A lossless line takes it straight from `scratch` (see `DelayLine::push`);
+            // during the catch-up `forward` would drop a reply leaving now, so it goes there.
+            let leaves_ns = self.scratch[i].enq_ns;
+            let first = self.routes.stage(route, 0);
+            if let Some(Stage::Line(d)) = first {
+                let line = &mut self.lines[d as usize];
+                if line.lossy_links.is_empty() && (leaves_ns > now || !self.catching_up) {
+                    if let Some(at) = line.push(leaves_ns.max(now), &self.scratch[i], route, 1) {
+                        self.events.schedule(at, Event::LineArrival(d));
+                    }
+                    continue;
+                }
+            }
+            let mut p = self.scratch[i];
+            p.route = route;
+            p.hop = 0;
+            match first {
+                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(&mut p, line, leaves_ns),
+                _ => self.forward(&mut p),
+            }
+        }
+        self.scratch.truncate(base);
+        self.sync_sink_timer(f);
+    }
+
+    /// Send what an endpoint appended to `scratch` after `base` along
+    /// `route`. An endpoint reached while they are sent (a receiver under
+    /// departure lookahead, any endpoint over a zero-delay path) appends,
+    /// sends and removes its own packets after these, so nothing allocates.
+    #[inline]
+    pub(super) fn emit(&mut self, base: usize, route: u32) {
+        for i in base..self.scratch.len() {
+            let mut p = self.scratch[i];
+            p.route = route;
+            p.hop = 0;
+            self.forward(&mut p);
+        }
+        self.scratch.truncate(base);
+    }
+
+    pub(super) fn on_source_timer(&mut self, f: usize) {
+        let now = self.now_ns;
+        if self.flows[f].source_timer_at != Some(now) {
+            return; // superseded
+        }
+        self.flows[f].source_timer_at = None;
+        let local = now - self.flows[f].clock_offset_ns;
+        self.flush_source_samples(f, local);
+        let base = self.scratch.len();
+        let out = &mut self.scratch;
+        match &mut self.flows[f].source {
+            Source::Tcp(s) => s.on_timer(local, out),
+            Source::Cbr(c) => c.on_timer(local, out),
+            Source::Qcn(q) => q.on_timer(local, out),
+        }
+        if let Some(m) = self.flows[f].marker.as_deref_mut() {
+            m.mark_all(local, &mut self.scratch[base..]);
+        }
+        let route = self.flows[f].fwd_route;
+        self.emit(base, route);
+        self.sync_source_timer(f);
+    }
+
+    pub(super) fn on_sink_timer(&mut self, f: usize) {
+        let now = self.now_ns;
+        if self.flows[f].sink_timer_at != Some(now) {
+            return;
+        }
+        self.flows[f].sink_timer_at = None;
+        let base = self.scratch.len();
+        if let Sink::Tcp(r) = &mut self.flows[f].sink {
+            r.on_timer(now, &mut self.scratch);
+        }
+        let route = self.flows[f].rev_route;
+        self.emit(base, route);
+        self.sync_sink_timer(f);
+    }
+
+    /// Arm the source's timer if it now wants to run earlier than armed.
+    #[inline(always)]
+    pub(super) fn sync_source_timer(&mut self, f: usize) {
+        let flow = &mut self.flows[f];
+        let want = match &flow.source {
+            Source::Tcp(s) => s.next_wakeup_ns(),
+            Source::Cbr(c) => c.next_wakeup_ns(),
+            Source::Qcn(q) => q.next_wakeup_ns(),
+        };
+        if let Some(w) = want.map(|local| local + flow.clock_offset_ns) {
+            let w = w.max(self.now_ns);
+            if flow.source_timer_at.is_none_or(|t| w < t) {
+                flow.source_timer_at = Some(w);
+                self.events.schedule(w, Event::SenderTimer(f as u32));
+            }
+        }
+    }
+
+    /// Arm the receiver's timer if it now wants to run earlier than armed.
+    #[inline(always)]
+    pub(super) fn sync_sink_timer(&mut self, f: usize) {
+        let flow = &mut self.flows[f];
+        let want = match &flow.sink {
+            Sink::Tcp(r) => r.next_wakeup_ns(),
+            Sink::Datagram(_) => None,
+        };
+        if let Some(w) = want {
+            let w = w.max(self.now_ns);
+            if flow.sink_timer_at.is_none_or(|t| w < t) {
+                flow.sink_timer_at = Some(w);
+                self.events.schedule(w, Event::ReceiverTimer(f as u32));
+            }
+        }
+    }
+
+    pub(super) fn sync_qdisc_timer(&mut self, l: usize) {
+        let Some(q) = self.links[l].queue.as_mut() else { return };
+        if let Some(t) = q.qdisc.next_timer_ns() {
+            let t = t.max(self.now_ns);
+            if q.timer_at.is_none_or(|a| t < a) {
+                q.timer_at = Some(t);
+                self.events.schedule(t, Event::QdiscTimer(l as u32));
+            }
+        }
+    }
+
+    pub(super) fn on_qdisc_timer(&mut self, l: usize) {
+        let now = self.now_ns;
+        let link = &mut self.links[l];
+        let q = link.queue.as_mut().expect("qdisc timers belong to queues");
+        if q.timer_at != Some(now) {
+            return;
+        }
+        q.timer_at = None;
+        q.qdisc_timer(now, &mut self.flow_counters);
+        // A timer may release packets (e.g. a shaper); restart an idle transmitter.
+        if !q.is_sending() && q.qdisc.len_pkts() > 0 {
+            if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+                self.events.schedule(done, Event::LinkTxDone(l as u32));
+            }
+        }
+        if q.has_feedback() {
+            self.send_feedback(l);
+        }
+        self.sync_qdisc_timer(l);
+    }
+
+    pub(super) fn on_workload_arrival(&mut self, wi: usize) {
+        let now = self.now_ns;
+        let g = &mut self.workloads[wi];
+        let size = g.size.sample(&mut g.rng);
+        let info = FlowInfo {
+            group: (self.scenario.flows.len() + g.index) as u32,
+            label: g.label.clone(),
+            cc: g.cc_name.clone(),
+            ecn: g.ecn,
+            base_rtt_ns: 0,
+            start_ns: now,
+            stop_ns: None,
+            size_bytes: Some(size),
+            from_workload: true,
+        };
+        let (attach, params) = (g.attach.clone(), g.params.clone());
+        // Validated at parse time; a failure here would be an engine bug.
+        self.add_flow(info, &attach, &params, None).expect("workload flow builds");
+        let next = now + self.next_gap(wi);
+        if next < self.workloads[wi].stop_ns {
+            self.events.schedule(next, Event::WorkloadArrival(wi as u32));
+        }
+    }
+
+    /// End-of-run checks: a violation is an error with context, never silent.
+    pub(super) fn check_invariants(&self) -> Result<(), String> {
+        for l in &self.links {
+            if let Some(q) = &l.queue {
+                q.check_conservation(&l.name)?;
+            }
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
+                if r.delivered_bytes() > s.stats.bytes_sent {
+                    return Err(format!(
+                        "flow {i}: receiver has {} bytes but the sender sent only {}",
+                        r.delivered_bytes(),
+                        s.stats.bytes_sent
+                    ));
+                }
+                if r.rcv_nxt() < s.snd_una() {
+                    return Err(format!("flow {i}: sender saw ACK {} beyond receiver's {}", s.snd_una(), r.rcv_nxt()));
+                }
+                s.check_invariants().map_err(|e| format!("flow {i}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,101 @@
+//! World → metrics: the finished world handed over as plain run records, the
+//! only way `metrics` learns what happened (it never sees the World).
+
+use super::{Sink, Source, World};
+use crate::aqm::Qdisc;
+use crate::metrics::records::{FlowRecord, PerfRecord, QueueRecord, RunRecords, TcpRecord};
+use crate::transport::Feedback;
+
+impl World {
+    /// Consume the world into the records the summary is built from.
+    pub(crate) fn into_records(mut self) -> RunRecords {
+        let perf = PerfRecord {
+            events: self.events_executed(),
+            events_by_kind: self.events_by_kind().to_vec(),
+            bottleneck_packets: self.bottleneck_packets(),
+            wall_s: self.wall_s,
+        };
+        let flows = self
+            .flows
+            .iter()
+            .zip(&self.flow_counters)
+            .map(|(f, fc)| {
+                let info = &f.info;
+                let tcp = match (&f.source, &f.sink) {
+                    (Source::Tcp(s), Sink::Tcp(_)) => Some(TcpRecord {
+                        retransmits: s.stats.retransmits,
+                        rtos: s.stats.rtos,
+                        ecn_reductions: s.stats.ecn_reductions,
+                        srtt_ns: s.srtt_ns(),
+                        negotiated: match s.feedback() {
+                            Feedback::None => "off",
+                            Feedback::Classic => "classic",
+                            Feedback::Accurate => "accurate",
+                        },
+                    }),
+                    _ => None,
+                };
+                let sent = match (&f.source, &f.sink) {
+                    (Source::Tcp(s), Sink::Tcp(_)) => s.stats.segs_sent,
+                    (Source::Tcp(_), _) => 0,
+                    (Source::Cbr(c), _) => c.pkts_sent,
+                    (Source::Qcn(q), _) => q.pkts_sent,
+                };
+                FlowRecord {
+                    group: info.group,
+                    label: info.label.clone(),
+                    cc: info.cc.clone(),
+                    ecn: info.ecn,
+                    base_rtt_ns: info.base_rtt_ns,
+                    start_ns: info.start_ns,
+                    stop_ns: info.stop_ns,
+                    size_bytes: info.size_bytes,
+                    from_workload: info.from_workload,
+                    delivered_at_warmup: f.delivered_at_warmup,
+                    delivered_at_end: f.delivered_at_end,
+                    drops: fc.drops,
+                    marks: fc.marks,
+                    tcp_source: matches!(f.source, Source::Tcp(_)),
+                    sent,
+                    tcp,
+                    completed_ns: match &f.sink {
+                        Sink::Tcp(r) => r.completed_ns(),
+                        Sink::Datagram(_) => None,
+                    },
+                }
+            })
+            .collect();
+        let queues = self
+            .links
+            .iter_mut()
+            .filter(|l| l.report)
+            .filter_map(|l| {
+                let q = l.queue.as_mut()?;
+                let names = q.qdisc.subqueue_names();
+                Some(QueueRecord {
+                    name: l.name.clone(),
+                    aqm: q.aqm_name.clone(),
+                    rate_bps: l.rate_bps,
+                    subqueue_names: names,
+                    counters: q.counters[..names.len()].to_vec(),
+                    counters_at_warmup: q.counters_at_warmup[..names.len()].to_vec(),
+                    hist: std::mem::take(&mut q.hist),
+                    busy_ns: q.busy_ns,
+                    busy_ns_at_warmup: q.busy_ns_at_warmup,
+                    samples: std::mem::take(&mut q.samples),
+                })
+            })
+            .collect();
+        RunRecords {
+            warmup_ns: self.warmup_ns,
+            end_ns: self.end_ns,
+            seed: self.seed,
+            perf,
+            flows,
+            queues,
+            flow_series: std::mem::take(&mut self.flow_ts),
+            queue_series: std::mem::take(&mut self.queue_ts),
+            probes: std::mem::take(&mut self.probes),
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Checkpoints: the end of warm-up and the periodic samples (time series
+//! of flows and queues), including samples taken late for sources that run
+//! behind real time.
+
+use super::*;
+
+impl World {
+    pub(super) fn on_warmup_end(&mut self) {
+        let now = self.now_ns;
+        self.start_due_transmissions();
+        for f in &mut self.flows {
+            f.delivered_at_warmup = f.delivered_bytes_at(now);
+        }
+        for l in &mut self.links {
+            if let Some(q) = &mut l.queue {
+                q.end_warmup();
+            }
+        }
+        self.next_checkpoint_ns = self.checkpoint_after(now + 1);
+    }
+
+    pub(super) fn on_sample(&mut self) {
+        let t = self.now_ns;
+        self.start_due_transmissions();
+        for i in 0..self.flows.len() {
+            let f = &mut self.flows[i];
+            if f.sampled_done || t < f.info.start_ns {
+                continue;
+            }
+            let delivered = f.delivered_bytes_at(t);
+            if f.clock_offset_ns == 0 {
+                self.sample_source(i, t, delivered);
+            } else {
+                f.pending_samples.push((t, delivered));
+            }
+        }
+        for l in &self.links {
+            let Some(q) = &l.queue else { continue };
+            if !l.report {
+                continue;
+            }
+            let names = q.qdisc.subqueue_names();
+            for (k, sub) in names.iter().enumerate() {
+                let c = &q.counters[k];
+                let s = &mut self.queue_ts;
+                s.t_ns.push(t);
+                s.queue.push(l.name.clone());
+                s.subqueue.push(sub.to_string());
+                s.backlog_pkts.push(q.subqueue_backlog_pkts(k) as u64);
+                s.arrived_pkts.push(c.arrived_pkts);
+                s.departed_pkts.push(c.departed_pkts);
+                s.dropped_pkts.push(c.drops());
+                s.marked_pkts.push(c.marks());
+            }
+            let pn = q.qdisc.probe_names();
+            if !pn.is_empty() {
+                let mut vals = [0.0; 8];
+                q.qdisc.probe(&mut vals[..pn.len()]);
+                for (k, n) in pn.iter().enumerate() {
+                    self.probes.push(t, &l.name, n, vals[k]);
+                }
+            }
+        }
+        self.next_checkpoint_ns = self.checkpoint_after(t + 1);
+        let next = t + self.sample_interval_ns;
+        if next <= self.end_ns {
+            self.events.schedule(next, Event::Sample);
+        }
+    }
+
+    /// Record the source-side columns of a sample at real time `t`.
+    pub(super) fn sample_source(&mut self, i: usize, t: u64, delivered: u64) {
+        let f = &mut self.flows[i];
+        match &f.source {
+            Source::Tcp(s) => {
+                if s.state() == SenderState::Finished {
+                    f.sampled_done = true;
+                }
+                self.flow_ts.push(t, i as u32, delivered, s.cwnd(), s.ssthresh(), s.srtt_ns(), s.in_flight(), s.stats.retransmits, 0);
+                let names = s.cc.probe_names();
+                if !names.is_empty() && !f.info.from_workload {
+                    let mut vals = [0.0; 8];
+                    s.cc.probe(&mut vals[..names.len()]);
+                    for (k, n) in names.iter().enumerate() {
+                        self.probes.push(t, &format!("flow{i}"), n, vals[k]);
+                    }
+                }
+            }
+            Source::Cbr(c) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, c.rate_bps()),
+            Source::Qcn(q) => {
+                self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, q.rp.rate_bps());
+                let mut vals = [0.0; 8];
+                let names = q.probe_names();
+                q.probe(&mut vals[..names.len()]);
+                for (k, n) in names.iter().enumerate() {
+                    self.probes.push(t, &format!("flow{i}"), n, vals[k]);
+                }
+            }
+        }
+    }
+
+    /// Take the samples a lagging source owes, before it handles an event at
+    /// `local_ns`: its state has not changed since its previous event.
+    #[inline(always)]
+    pub(super) fn flush_source_samples(&mut self, f: usize, local_ns: u64) {
+        if self.flows[f].pending_samples.first().is_some_and(|&(t, _)| t < local_ns) {
+            self.flush_source_samples_due(f, local_ns);
+        }
+    }
+
+    /// The rare half of [`Self::flush_source_samples`] (once per sample interval).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn flush_source_samples_due(&mut self, f: usize, local_ns: u64) {
+        let pending = std::mem::take(&mut self.flows[f].pending_samples);
+        let (due, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(t, _)| t < local_ns);
+        for (t, delivered) in due {
+            if self.flows[f].sampled_done {
+                return; // finished: later samples are dropped, as when sampled on time
+            }
+            self.sample_source(f, t, delivered);
+        }
+        self.flows[f].pending_samples = later;
+    }
+}
