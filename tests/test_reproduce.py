@@ -100,6 +100,14 @@ def test_docs_tolerance_table_is_generated_from_the_code(name: str) -> None:
     )
 
 
+def test_reproduce_json_and_quiet(tmp_path: Path) -> None:
+    args = ["reproduce", "abe", "--quick", "--cache", str(tmp_path / "c")]
+    j = cli(*args, "--json", "--out", str(tmp_path / "j"), cwd=tmp_path)
+    assert j.returncode == 0 and json.loads(j.stdout) == json.loads((tmp_path / "j" / "claims.json").read_text())
+    q = cli(*args, "-q", "--out", str(tmp_path / "q"), cwd=tmp_path)
+    assert q.returncode == 0 and q.stdout == "" and q.stderr == "" and (tmp_path / "q" / "claims.json").exists()
+
+
 def test_quick_mode_covers_the_corners_of_the_dualq_grid_and_says_what_it_skips() -> None:
     exp = EXPERIMENTS["dualq-coexistence"]
     mixes = {(c.tags["n_l4s"], c.tags["n_classic"]) for c in exp.cases(True)}

@@ -224,33 +224,38 @@ def test_sweep_from_an_unguarded_script(tmp_path: Path) -> None:
 
 def test_cli_sweep_interrupted_by_ctrl_c_resumes(tmp_path: Path) -> None:
     """SIGINT (Ctrl-C) mid-sweep: exit 130, finished runs cached, the re-run
-    simulates only the rest and the table has every run once."""
-    f = tmp_path / "s.toml"
-    f.write_text(
-        '[sweep]\nname = "slow"\nseeds = 8\n[base]\nduration = "4s"\n[base.bottleneck]\nrate = "1Gbps"\n'
-        '[[base.flows]]\ncc = "cubic"\nrtt = "10ms"\ncount = 4\nstart_jitter = "10ms"\n'
-    )
-    cache = tmp_path / "c"
-    args = ["sweep", str(f), "--jobs", "1", "--cache", str(cache), "--out", str(tmp_path / "o")]
+    simulates only the rest. Deterministic: the third point simulates 10,000
+    s (minutes of wall time), so once the two short points are in the cache
+    the interrupt lands while it runs, however loaded the machine is."""
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "aqmlab", *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.time() + 120
-    while len(Cache(cache)) < 1 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.02)
+    def sweep_file(name: str, last: str) -> Path:
+        f = tmp_path / name
+        f.write_text(
+            f'[sweep]\nname = "slow"\nseeds = 1\n[grid]\nduration = ["1s", "2s", "{last}"]\n'
+            '[base]\nduration = "1s"\n[base.bottleneck]\nrate = "1Gbps"\n'
+            '[[base.flows]]\ncc = "cubic"\nrtt = "10ms"\ncount = 4\nstart_jitter = "10ms"\n'
+        )
+        return f
+
+    cache = tmp_path / "c"
+    common = ["--jobs", "1", "--cache", str(cache), "--out", str(tmp_path / "o")]
+    proc = subprocess.Popen([sys.executable, "-m", "aqmlab", "sweep", str(sweep_file("long.toml", "10000s")), *common],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while len(Cache(cache)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # polling the cache, the event we wait for; not a timing assumption
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
-    k = len(Cache(cache))
-    assert 1 <= k < 8, "the interrupt should land mid-sweep"
-    again = cli(*args, cwd=tmp_path)
+    assert len(Cache(cache)) == 2
+    again = cli("sweep", str(sweep_file("short.toml", "3s")), *common, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    assert f"8 runs: {k} cached, {8 - k} simulated, 0 failed" in again.stderr
+    assert "3 runs: 2 cached, 1 simulated, 0 failed" in again.stderr
     runs = pd.read_parquet(tmp_path / "o" / "runs.parquet")
-    assert sorted(runs["seed"]) == list(range(1, 9))
+    assert sorted(runs["duration"]) == ["1s", "2s", "3s"]
 
 
 def test_api_sweep_with_a_scenario_and_grid(tmp_path: Path) -> None:

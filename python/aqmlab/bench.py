@@ -243,7 +243,8 @@ def cli_bench(args: argparse.Namespace) -> int:
             raise ScenarioError(f"--rate: {e}") from None
 
     def log(msg: str) -> None:
-        err_c.print(msg, markup=False)
+        if not getattr(args, "quiet", False):
+            err_c.print(msg, markup=False)
 
     results = bench(names, args.repeat, args.duration, log, args.metrics, args.rate)
     if args.json:

@@ -599,6 +599,8 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
     rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar or table (the files are written)")
+    rp.add_argument("--json", action="store_true", help="print claims.json on stdout instead of the table")
     rp.set_defaults(func=cmd_reproduce)
 
     b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)")
@@ -610,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--metrics", default="default", choices=METRICS,
                    help="metric set: default (histograms, counters), off (counters only), samples (+ every sojourn)")  # fmt: skip
     b.add_argument("--list", action="store_true", help="list the scenarios")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (the table or JSON only)")
     b.set_defaults(func=cmd_bench)
 
     g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")

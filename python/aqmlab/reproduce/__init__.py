@@ -103,7 +103,8 @@ def cli_reproduce(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("out") / "reproduce" / (exp.name + ("-quick" if args.quick else ""))
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("ETA"), TimeRemainingColumn()]  # fmt: skip
-    with Progress(*cols, console=err_c, transient=False) as bar:
+    quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))
+    with Progress(*cols, console=err_c, transient=False, disable=quiet) as bar:
         task = bar.add_task(f"{exp.name}{' (quick)' if args.quick else ''}", total=None)
 
         def progress(done: int, total: int, point: Any, status_: str) -> None:
@@ -115,9 +116,12 @@ def cli_reproduce(args: argparse.Namespace) -> int:
         res = reproduce(exp, quick=args.quick, out=out, jobs=args.jobs,
                         cache_dir=None if args.no_cache else args.cache, progress=progress, on_case=on_case)  # fmt: skip
         bar.update(task, description=exp.name)
-    print_verdicts(res, out_c)
     c = res.counts
-    err_c.print(f"{sum(c.values())} runs: {c['cached']} cached, {c['ran']} simulated, {c['failed']} failed; wrote {out}/")
+    if getattr(args, "json", False):
+        print((out / "claims.json").read_text(), end="")
+    elif not quiet:
+        print_verdicts(res, out_c)
+        err_c.print(f"{sum(c.values())} runs: {c['cached']} cached, {c['ran']} simulated, {c['failed']} failed; wrote {out}/")
     if c["failed"]:
         return 1
     return 1 if (args.strict and not res.all_pass) else 0
