@@ -217,3 +217,18 @@ def test_readme_python_example_runs_as_a_plain_script(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "failed runs: 0" in proc.stdout
+
+
+def test_documented_normalisation_and_files_match_behaviour(tmp_path: Path) -> None:
+    """The examples docs/scenario.md gives of normalised units, and the files
+    docs/results.md says a run writes."""
+    for given, normal in (("1.5MB", "1500KB"), ("1KiB", "1024B")):
+        assert f'`"{given}"` → `"{normal}"`' in SCENARIO_MD
+        tree = {"duration": "1s", "bottleneck": {"rate": "10Mbps", "buffer": given}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
+        assert aqmlab.validate(tree)["bottleneck"]["buffer"] == normal
+    r = aqmlab.run({"duration": "1s", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]})
+    r.save(tmp_path, plots=False, report=False)
+    written = {p.name for p in tmp_path.iterdir()}
+    for name in written:
+        assert f"`{name}`" in RESULTS_MD, f"{name} is written but not in docs/results.md"
+    assert "sojourn_samples.parquet" in written and "always written; empty unless" in RESULTS_MD

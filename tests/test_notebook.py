@@ -26,4 +26,5 @@ def test_example_notebook_runs_top_to_bottom(tmp_path: Path) -> None:
     assert len(pngs) >= 3 and all(base64.b64decode(p).startswith(b"\x89PNG") for p in pngs)
     html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert any("aqmlab.SweepResult" in h and "8 runs" in h for h in html)
-    assert any("aqmlab.Result" in h for h in html)
+    # The run's rich view: its tables and its key plot, inline.
+    assert any("aqmlab.Result" in h and "<table" in h and "data:image/png;base64" in h for h in html)

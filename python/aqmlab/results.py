@@ -486,8 +486,21 @@ class Result:
         fmt = {"float_format": lambda x: f"{x:.4g}", "index": False}
         flows = self.flows[flow_cols].head(30).to_html(**fmt)
         more = f"<p>… {len(self.flows) - 30} more flows in <code>.flows</code></p>" if len(self.flows) > 30 else ""
+        plot = ""
+        try:  # the key plot: goodput per flow over time
+            import matplotlib.pyplot as plt
+
+            from aqmlab.plots import goodput, png_bytes
+            from aqmlab.report import image
+
+            fig = goodput(self)
+            if fig is not None:
+                plot = image(png_bytes(fig, dpi=80), "goodput per flow")
+                plt.close(fig)
+        except ImportError:
+            pass
         return (f"<p><code>{html.escape(repr(self))}</code></p>{flows}{more}"
-                f"{self.queues[queue_cols].to_html(**fmt)}")  # fmt: skip
+                f"{self.queues[queue_cols].to_html(**fmt)}{plot}")  # fmt: skip
 
 
 #: Names of the PNGs in ``plots/`` (aqmlab.plots.PLOTS, which imports matplotlib).
