@@ -206,14 +206,14 @@ pub fn build(r: RunRecords) -> Results {
                 classic.push(goodput);
             }
         }
-        let ecn_name = format!("{:?}", info.ecn).to_lowercase();
+        let ecn_name = info.ecn.name();
         if !info.from_workload {
             flows_json.push(FlowSummary {
                 id: i,
                 group: info.group,
                 label: info.label.clone(),
                 cc: info.cc.clone(),
-                ecn: ecn_name.clone(),
+                ecn: ecn_name,
                 ecn_negotiated: negotiated,
                 rtt_ms: info.base_rtt_ns as f64 / 1e6,
                 goodput_bps: (!goodput.is_nan()).then_some(goodput),
@@ -227,7 +227,7 @@ pub fn build(r: RunRecords) -> Results {
                 fct_s: fct.map(ns_to_secs),
             });
         }
-        t.push(i, info, &ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
+        t.push(i, info, ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
@@ -330,7 +330,7 @@ struct FlowSummary {
     label: Arc<str>,
     #[serde(serialize_with = "ser_str")]
     cc: Arc<str>,
-    ecn: String,
+    ecn: &'static str,
     ecn_negotiated: &'static str,
     rtt_ms: f64,
     goodput_bps: Option<f64>,
