@@ -39,7 +39,8 @@ mod records;
 mod sample;
 mod topology;
 
-pub use flow::{Flow, FlowInfo};
+pub use crate::metrics::records::FlowInfo;
+pub use flow::Flow;
 use flow::WorkloadGen;
 
 use topology::{Attach, QueueOptions, Topology};

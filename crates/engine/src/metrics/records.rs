@@ -35,10 +35,13 @@ pub struct PerfRecord {
     pub wall_s: f64,
 }
 
-/// One flow: its static facts and its end-of-run counters.
-pub struct FlowRecord {
+/// Static facts about a flow, for the flow table (the world keeps one per
+/// flow, boxed, and hands it over in its [`FlowRecord`]).
+#[derive(Debug, Clone)]
+pub struct FlowInfo {
     /// Index of the `[[flows]]` group, or `flows.len() + w` for workload `w`.
     pub group: u32,
+    /// Shared by every flow of the group (no allocation per flow).
     pub label: Arc<str>,
     pub cc: Arc<str>,
     pub ecn: EcnSetting,
@@ -48,6 +51,11 @@ pub struct FlowRecord {
     pub size_bytes: Option<u64>,
     /// Created by a workload (short flows).
     pub from_workload: bool,
+}
+
+/// One flow: its static facts and its end-of-run counters.
+pub struct FlowRecord {
+    pub info: FlowInfo,
     /// Receiver's delivered bytes when warm-up ended, and at the end.
     pub delivered_at_warmup: u64,
     pub delivered_at_end: u64,

@@ -172,21 +172,22 @@ pub fn build(r: RunRecords) -> Results {
     let mut flows_json = vec![];
     let mut long_goodputs = vec![];
     let (mut l4s, mut classic) = (vec![], vec![]);
-    for (i, info) in r.flows.iter().enumerate() {
+    for (i, f) in r.flows.iter().enumerate() {
+        let info = &f.info;
         let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
         let active = to.saturating_sub(from);
-        let measured = info.delivered_at_end - info.delivered_at_warmup;
+        let measured = f.delivered_at_end - f.delivered_at_warmup;
         let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated) = (0, 0, 0, 0, None, "n/a");
-        if let Some(tcp) = &info.tcp {
+        if let Some(tcp) = &f.tcp {
             retx = tcp.retransmits;
             rtos = tcp.rtos;
             ecn_red = tcp.ecn_reductions;
             srtt = tcp.srtt_ns;
             // A receiver may run ahead of real time; a completion after the end did not happen.
-            fct = info.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
+            fct = f.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
             negotiated = tcp.negotiated;
         }
-        let sent = info.sent;
+        let sent = f.sent;
         let goodput = match (info.size_bytes, fct) {
             (Some(size), Some(fct)) => size as f64 * 8.0 / ns_to_secs(fct.max(1)),
             (Some(_), None) => f64::NAN,
@@ -198,7 +199,7 @@ pub fn build(r: RunRecords) -> Results {
                 }
             }
         };
-        if info.size_bytes.is_none() && info.tcp_source && active > 0 {
+        if info.size_bytes.is_none() && f.tcp_source && active > 0 {
             long_goodputs.push(goodput);
             if info.ecn == EcnSetting::L4s {
                 l4s.push(goodput);
@@ -206,28 +207,28 @@ pub fn build(r: RunRecords) -> Results {
                 classic.push(goodput);
             }
         }
-        let ecn_name = format!("{:?}", info.ecn).to_lowercase();
+        let ecn_name = info.ecn.name();
         if !info.from_workload {
             flows_json.push(FlowSummary {
                 id: i,
                 group: info.group,
                 label: info.label.clone(),
                 cc: info.cc.clone(),
-                ecn: ecn_name.clone(),
+                ecn: ecn_name,
                 ecn_negotiated: negotiated,
                 rtt_ms: info.base_rtt_ns as f64 / 1e6,
                 goodput_bps: (!goodput.is_nan()).then_some(goodput),
-                bytes: info.delivered_at_end,
+                bytes: f.delivered_at_end,
                 retransmits: retx,
                 rtos,
                 ecn_reductions: ecn_red,
-                drops: info.drops,
-                marks: info.marks,
+                drops: f.drops,
+                marks: f.marks,
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
             });
         }
-        t.push(i, info, &ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
+        t.push(i, f, ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
     }
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
@@ -253,13 +254,13 @@ pub fn build(r: RunRecords) -> Results {
     let fct_rows: Vec<(f64, f64)> = r
         .flows
         .iter()
-        .filter(|f| f.from_workload)
-        .filter_map(|f| match (f.completed_ns, f.size_bytes) {
-            (Some(c), Some(sz)) => (c <= end).then(|| (sz as f64, ns_to_secs(c - f.start_ns))),
+        .filter(|f| f.info.from_workload)
+        .filter_map(|f| match (f.completed_ns, f.info.size_bytes) {
+            (Some(c), Some(sz)) => (c <= end).then(|| (sz as f64, ns_to_secs(c - f.info.start_ns))),
             _ => None,
         })
         .collect();
-    let started_workload = r.flows.iter().filter(|f| f.from_workload).count();
+    let started_workload = r.flows.iter().filter(|f| f.info.from_workload).count();
 
     // Serialised straight to text from typed rows: a JSON value tree costs
     // about 1.5 kB per flow, which matters with ten thousand flows.
@@ -330,7 +331,7 @@ struct FlowSummary {
     label: Arc<str>,
     #[serde(serialize_with = "ser_str")]
     cc: Arc<str>,
-    ecn: String,
+    ecn: &'static str,
     ecn_negotiated: &'static str,
     rtt_ms: f64,
     goodput_bps: Option<f64>,
@@ -390,7 +391,7 @@ impl FlowRows {
     fn push(
         &mut self,
         i: usize,
-        info: &FlowRecord,
+        f: &FlowRecord,
         ecn: &str,
         negotiated: &str,
         measured: u64,
@@ -402,6 +403,7 @@ impl FlowRows {
         srtt: u64,
         fct: Option<u64>,
     ) {
+        let info = &f.info;
         self.id.push(i as u64);
         self.group.push(info.group as u64);
         self.label.push(info.label.to_string());
@@ -411,15 +413,15 @@ impl FlowRows {
         self.base_rtt_ns.push(info.base_rtt_ns);
         self.start_ns.push(info.start_ns);
         self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));
-        self.bytes.push(info.delivered_at_end);
+        self.bytes.push(f.delivered_at_end);
         self.bytes_measured.push(measured);
         self.goodput_bps.push(goodput);
         self.retransmits.push(retx);
         self.rtos.push(rtos);
         self.ecn_reductions.push(ecn_red);
         self.segs_sent.push(sent);
-        self.drops.push(info.drops);
-        self.marks.push(info.marks);
+        self.drops.push(f.drops);
+        self.marks.push(f.marks);
         self.srtt_ns.push(srtt);
         self.fct_ns.push(fct.map_or(-1, |f| f as i64));
         self.workload.push(info.from_workload as u64);

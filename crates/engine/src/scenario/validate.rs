@@ -6,7 +6,7 @@ use super::spec::*;
 use crate::params::{from_value_path, unknown_choice};
 use crate::registry::{flow_cc_names, is_rate_based, resolve_ecn};
 use crate::sim::units::BufferSpec;
-use crate::transport::rate_source;
+use crate::transport::{rate_source, EcnSetting};
 use crate::{aqm, cc};
 use serde_json::Value;
 
@@ -71,7 +71,8 @@ pub fn join_path(prefix: &str, msg: &str) -> String {
     }
 }
 
-/// Validate the endpoints and controller of a flow group or workload; returns normalised CC params.
+/// Validate the endpoints and controller of a flow group or workload;
+/// returns the normalised CC params and the resolved ECN setting.
 fn check_endpoint(
     path: &str,
     cc_name: &str,
@@ -82,11 +83,11 @@ fn check_endpoint(
     dst: &Option<String>,
     topo: &Option<TopologySpec>,
     bottleneck_delay_ns: u64,
-) -> Result<Value, String> {
+) -> Result<(Value, EcnSetting), String> {
     if !flow_cc_names().contains(&cc_name) {
         return Err(format!("{path}.cc: {}", unknown_choice("congestion control", cc_name, &flow_cc_names())));
     }
-    resolve_ecn(path, cc_name, ecn)?;
+    let ecn = resolve_ecn(path, cc_name, ecn)?;
     match topo {
         None => {
             let rtt = rtt_ns.ok_or_else(|| format!("{path}.rtt: required (the flow's base RTT, e.g. '10ms')"))?;
@@ -120,7 +121,8 @@ fn check_endpoint(
         Some(e) => (e.normalize)(params),
         None => (cc::lookup(cc_name).expect("checked above").build)(params).map(|(_, p)| p),
     };
-    normalized.map_err(|m| join_path(&format!("{path}.params"), &m))
+    let params = normalized.map_err(|m| join_path(&format!("{path}.params"), &m))?;
+    Ok((params, ecn))
 }
 
 impl TopologySpec {
@@ -208,8 +210,9 @@ impl Scenario {
             if f.count == 0 {
                 return Err(format!("{p}.count: must be at least 1"));
             }
-            f.params = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
-            f.ecn = Some(format!("{:?}", resolve_ecn(&p, &f.cc, f.ecn.as_deref())?).to_lowercase());
+            let (params, ecn) = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
+            f.params = params;
+            f.ecn = Some(ecn.name().to_string());
             if let Some(m) = &mut f.marker {
                 m.validate(&format!("{p}.marker"))?;
             }
@@ -252,8 +255,9 @@ impl Scenario {
             if is_rate_based(&w.cc) {
                 return Err(format!("{p}.cc: web workloads carry TCP flows"));
             }
-            w.params = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
-            w.ecn = Some(format!("{:?}", resolve_ecn(&p, &w.cc, w.ecn.as_deref())?).to_lowercase());
+            let (params, ecn) = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
+            w.params = params;
+            w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;
         }
         Ok(())

@@ -46,6 +46,16 @@ impl EcnSetting {
         }
     }
 
+    /// The setting's name in a scenario (one of [`Self::NAMES`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnSetting::Off => "off",
+            EcnSetting::Classic => "classic",
+            EcnSetting::L4s => "l4s",
+            EcnSetting::Dctcp => "dctcp",
+        }
+    }
+
     /// The codepoint new data carries once ECN is negotiated.
     pub fn codepoint(self) -> Ecn {
         match self {

@@ -4,23 +4,6 @@
 
 use super::*;
 
-/// Static facts about a flow, for the flow table.
-#[derive(Debug, Clone)]
-pub struct FlowInfo {
-    /// Index of the `[[flows]]` group, or `flows.len() + w` for workload `w`.
-    pub group: u32,
-    /// Shared by every flow of the group (no allocation per flow).
-    pub label: Arc<str>,
-    pub cc: Arc<str>,
-    pub ecn: EcnSetting,
-    pub base_rtt_ns: u64,
-    pub start_ns: u64,
-    pub stop_ns: Option<u64>,
-    pub size_bytes: Option<u64>,
-    /// Created by a workload (short flows).
-    pub from_workload: bool,
-}
-
 /// Aligned to a cache line so that every record spans the same lines (936
 /// bytes padded to 960): A-100 and C-10000 miss L1 about 0.5 times fewer
 /// per packet than with records straddling lines at random (cachegrind).

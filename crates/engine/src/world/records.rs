@@ -42,15 +42,7 @@ impl World {
                     (Source::Qcn(q), _) => q.pkts_sent,
                 };
                 FlowRecord {
-                    group: info.group,
-                    label: info.label.clone(),
-                    cc: info.cc.clone(),
-                    ecn: info.ecn,
-                    base_rtt_ns: info.base_rtt_ns,
-                    start_ns: info.start_ns,
-                    stop_ns: info.stop_ns,
-                    size_bytes: info.size_bytes,
-                    from_workload: info.from_workload,
+                    info: (**info).clone(),
                     delivered_at_warmup: f.delivered_at_warmup,
                     delivered_at_end: f.delivered_at_end,
                     drops: fc.drops,
