@@ -37,7 +37,10 @@ from aqmlab.reproduce.framework import (
 #: Where the tolerances are argued (generated table and analysis).
 DOC = "docs/results/dualq-coexistence.md"
 
-AQMS = ("dualpi2", "pie", "red", "fq_codel")
+#: Curvy RED is the seed's own DualQ (its four parameters S_L, T, S_C, f are
+#: the engine's s_c - k_prime, l4s_step, s_c and g_c, defaults from RFC 9332
+#: Appendix B); DualPI2 is the Linux successor, a second row.
+AQMS = ("curvy_red", "dualpi2", "pie", "red", "fq_codel")
 
 
 def _ratio(s: dict[str, Any]) -> float | None:
@@ -59,7 +62,7 @@ class DualqCoexistence(Experiment):
     source = "seed 000: De Schepper, Tsang, Bondarenko, Briscoe, 'DualQ Coupled AQM' (2015); latency figures from arXiv 2209.01078"
     description = (
         "DCTCP (L4S ECN) and CUBIC (no ECN) flows share a 40 Mbit/s bottleneck with a 20 ms base RTT, "
-        "through DualPI2 (coupled dual queue) or a single PIE, RED or FQ-CoDel queue. Every claim is judged on every "
+        "through the seed's Curvy RED DualQ, DualPI2, or a single PIE, RED or FQ-CoDel queue. Every claim is judged on every "
         "flow mix. Quick: the grid's corners (1D1C, 1D10C, 10D1C, 10D10C) for 30 s, one seed; full: every "
         "combination of 1-10 DCTCP and 1-10 CUBIC flows for 250 s, seeds 1-3."
     )
@@ -96,23 +99,41 @@ class DualqCoexistence(Experiment):
         return [f"{aqm}/1d1c" for aqm in AQMS]
 
     def claims(self) -> list[Claim]:
-        def ratio_per_mix(aqm: str) -> Any:
-            return lambda runs: runs.per_case(_ratio, aqm=aqm)
-
-        def l4s_per_mix(p: str) -> Any:
-            return lambda runs: runs.per_case(_l4s_soj(p), aqm="dualpi2")
-
         equal = Band.between(0.5, 2.0)
         equal_why = (f"per-flow throughput plots on Y = [0:80/N] Mbps, 0 to twice the fair share: equality readable "
                      f"there means neither class beyond twice the other ({DOC}#equal-throughput)")  # fmt: skip
         unequal = Band.at_least(10.0)
         unequal_why = (f"the slide's 40x, less a factor 4 because RED*/PIE* settings are not given "
                        f"({DOC}#no-throughput-equality)")  # fmt: skip
+        dualqs = [
+            claim
+            for aqm, name in (("curvy_red", "Curvy RED DualQ"), ("dualpi2", "DualPI2"))
+            for claim in self._dualq_claims(aqm, name, equal, equal_why)
+        ]
+        return [*dualqs, *self._single_queue_claims(equal, equal_why, unequal, unequal_why)]
+
+    def _dualq_claims(self, aqm: str, name: str, equal: Band, equal_why: str) -> list[Claim]:
+        def l4s_per_mix(p: str) -> Any:
+            return lambda runs: runs.per_case(_l4s_soj(p), aqm=aqm)
+
+        delay_src = ('seed 000 QSIZE CDF DUALQ: "Extreme small queue size for DCTCP"; the number from the Linux '
+                     f'DualPI2 evaluation (arXiv 2209.01078) ({DOC}#l4s-delay)')  # fmt: skip
         return [
-            Claim("DualPI2: per-flow throughput DCTCP ≈ CUBIC, in every flow mix", "≈ 1 (equal throughput, k = 2)",
+            Claim(f"{name}: per-flow throughput DCTCP ≈ CUBIC, in every flow mix", "≈ 1 (equal throughput, k = 2)",
                   Tolerance(equal, "qualitative", f'seed 000 THROUGHPUT DUALQ: "Equal throughput between DCTCP and '
                             f'Cubic/Reno"; {equal_why}'),
-                  ratio_per_mix("dualpi2"), "×"),
+                  lambda runs: runs.per_case(_ratio, aqm=aqm), "×"),
+            Claim(f"{name}: L4S queue delay median below 1 ms, in every flow mix", "'extreme small queue size'",
+                  Tolerance(Band.at_most(1.0), "qualitative", delay_src), l4s_per_mix("p50"), "ms"),
+            Claim(f"{name}: L4S queue delay 99th percentile below 2 ms, in every flow mix", "'extreme small queue size'",
+                  Tolerance(Band.at_most(2.0), "qualitative", delay_src), l4s_per_mix("p99"), "ms"),
+        ]  # fmt: skip
+
+    def _single_queue_claims(self, equal: Band, equal_why: str, unequal: Band, unequal_why: str) -> list[Claim]:
+        def ratio_per_mix(aqm: str) -> Any:
+            return lambda runs: runs.per_case(_ratio, aqm=aqm)
+
+        return [
             Claim("Single-queue RED: DCTCP takes far more than CUBIC, in every flow mix", "40× ('40x less' for CUBIC)",
                   Tolerance(unequal, "seed", f'seed 000 THROUGHPUT RED*: "No throughput equality: 40x less"; {unequal_why}'),
                   ratio_per_mix("red"), "×"),
@@ -123,14 +144,6 @@ class DualqCoexistence(Experiment):
                   Tolerance(equal, "qualitative", f'seed 000 THROUGHPUT FQ_CODEL*: "Equal throughput as Qs are large '
                             f'enough"; {equal_why}'),
                   ratio_per_mix("fq_codel"), "×"),
-            Claim("DualPI2: L4S queue delay median below 1 ms, in every flow mix", "'extreme small queue size'",
-                  Tolerance(Band.at_most(1.0), "qualitative", 'seed 000 QSIZE CDF DUALQ: "Extreme small queue size for '
-                            f'DCTCP"; the number from the Linux DualPI2 evaluation (arXiv 2209.01078) ({DOC}#l4s-delay)'),
-                  l4s_per_mix("p50"), "ms"),
-            Claim("DualPI2: L4S queue delay 99th percentile below 2 ms, in every flow mix", "'extreme small queue size'",
-                  Tolerance(Band.at_most(2.0), "qualitative", 'seed 000 QSIZE CDF DUALQ: "Extreme small queue size for '
-                            f'DCTCP"; the number from the Linux DualPI2 evaluation (arXiv 2209.01078) ({DOC}#l4s-delay)'),
-                  l4s_per_mix("p99"), "ms"),
         ]  # fmt: skip
 
     def figures(self, runs: Runs) -> dict[str, Any]:
@@ -147,7 +160,7 @@ class DualqCoexistence(Experiment):
             lo.append(m - min(vals) if vals else 0)
             hi.append(max(vals) - m if vals else 0)
         x = np.arange(len(AQMS))
-        a1.bar(x, means, yerr=[lo, hi], color=["#2a7", "#c84", "#c44", "#48c"], capsize=4)
+        a1.bar(x, means, yerr=[lo, hi], color=["#1a5", "#2a7", "#c84", "#c44", "#48c"], capsize=4)
         a1.axhline(1.0, color="k", lw=0.8, ls="--")
         a1.set_yscale("log")
         a1.set_xticks(x, AQMS)
