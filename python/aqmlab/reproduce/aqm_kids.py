@@ -76,8 +76,9 @@ class AqmKids(Experiment):
     source = "seed 002: Khademi, Ros, Welzl, 'Evaluating CoDel, FQ CoDel and PIE: how good are they really?', IETF 88 ICCRG"
     description = (
         "NewReno flows over a 10 Mbit/s bottleneck with 100 ms base RTT and a 1000-packet buffer; 1, 4, 16 or 64 flows "
-        "(4 senders), ECN off and on, through CoDel (5 ms / 100 ms), PIE (Linux 3.14: 20 ms / 30 ms) or ARED. "
-        "Quick: 30 s, one seed; full: 60 s as in the paper, 10 seeds."
+        "(4 senders), through CoDel, PIE (Linux 3.14 set) or ARED at equal target delays (5, 10, 20, 30 ms, as the "
+        "seed's parameter-sensitivity slides), ECN off; and ECN on at 5 ms (the seed's ECN slides). "
+        "Quick: targets 5 and 30 ms, 30 s, one seed; full: every target, 60 s as in the paper, 10 seeds."
     )
     requires_aqm = AQMS
     requires_cc = ("reno",)
@@ -88,8 +89,22 @@ class AqmKids(Experiment):
     def seeds(self, quick: bool) -> list[int]:
         return [1] if quick else list(range(1, 11))
 
-    def scenario(self, aqm: str, flows: int, ecn: bool, quick: bool) -> dict[str, Any]:
+    #: The seed's 'Parameter Sensitivity' slides: every AQM at each target delay.
+    targets_ms = (5, 10, 20, 30)
+    #: The seed's ECN slides use target 5 ms.
+    ecn_target_ms = 5
+
+    def grid(self, quick: bool) -> list[tuple[int, int, bool]]:
+        """(target ms, flows, ECN): every target without ECN, ECN on at 5 ms.
+        Quick: the extreme targets (5 and 30 ms), every flow count."""
+        targets = (5, 30) if quick else self.targets_ms
+        cells = [(t, n, False) for t in targets for n in self.flow_counts]
+        return cells + [(self.ecn_target_ms, n, True) for n in self.flow_counts]
+
+    def scenario(self, aqm: str, flows: int, ecn: bool, quick: bool, target_ms: int = 5) -> dict[str, Any]:
         params: dict[str, Any] = pie_linux_314() if aqm == "pie" else {}
+        # Equal target delays for all three, as the seed compares them.
+        params[{"codel": "target", "pie": "target", "ared": "target_delay"}[aqm]] = f"{target_ms}ms"
         if aqm == "ared":
             # The paper ran Linux `tc red adaptive`: no gentle region (above
             # max_th every packet is dropped, or CE-marked with ECN, since Linux
@@ -99,7 +114,7 @@ class AqmKids(Experiment):
         if ecn:
             params.update(ecn_params(aqm))
         return {
-            "name": f"aqm-kids-{aqm}-{flows}flows-ecn-{'on' if ecn else 'off'}",
+            "name": f"aqm-kids-{aqm}-{target_ms}ms-{flows}flows-ecn-{'on' if ecn else 'off'}",
             "duration": "30s" if quick else "60s",
             "warmup": "10s",
             "bottleneck": {"rate": "10Mbps", "buffer": "1000pkt", "aqm": aqm, "params": params},
@@ -110,15 +125,14 @@ class AqmKids(Experiment):
 
     def cases(self, quick: bool) -> list[Case]:
         return [
-            Case(f"{aqm}/{n}/ecn-{'on' if ecn else 'off'}", self.scenario(aqm, n, ecn, quick),
-                 {"aqm": aqm, "flows": n, "ecn": ecn})  # fmt: skip
+            Case(f"{aqm}/{t}ms/{n}/ecn-{'on' if ecn else 'off'}", self.scenario(aqm, n, ecn, quick, t),
+                 {"aqm": aqm, "target_ms": t, "flows": n, "ecn": ecn})  # fmt: skip
             for aqm in AQMS
-            for n in self.flow_counts
-            for ecn in (False, True)
+            for t, n, ecn in self.grid(quick)
         ]
 
     def showcase(self, quick: bool) -> list[str]:
-        return [f"{aqm}/16/ecn-off" for aqm in AQMS]
+        return [f"{aqm}/5ms/16/ecn-off" for aqm in AQMS]
 
     def claims(self) -> list[Claim]:
         def rtt_p50(runs: Runs, c: Case) -> float:
@@ -145,27 +159,27 @@ class AqmKids(Experiment):
         src = "seed 002, 'Conclusive Remarks' and 'ECN' slides"
         doc = "docs/results/aqm-kids.md"
         return [
-            Claim("ARED has lower median per-packet RTT than CoDel and PIE (16 and 64 flows, no ECN), at each flow count",
+            Claim("At equal targets, ARED has lower median per-packet RTT than CoDel and PIE (16, 64 flows, no ECN)",
                   "ARED lowest ('most notably regarding delay')",
                   Tolerance(Band.at_most(1.0), "qualitative", f"{src}: 'most notably regarding delay'; ties within 1 ms "
                             f"(1 % of the 100 ms base RTT) do not contradict it ({doc})"),
-                  lambda runs: runs.per_group(["flows", "ecn"], lambda g: ared_delay_edge(g, runs), "aqm",
+                  lambda runs: runs.per_group(["target_ms", "flows", "ecn"], lambda g: ared_delay_edge(g, runs), "aqm",
                                               flows=[16, 64], ecn=False), "ms"),
-            Claim("With a single flow ARED gets less goodput than CoDel or PIE", "ARED worse with very few flows",
+            Claim("At equal targets, with a single flow ARED gets less goodput than CoDel or PIE", "ARED worse with very few flows",
                   Tolerance(Band.at_most(1.0), "qualitative", f"{src}: ARED worse with very few flows ({doc})"),
-                  lambda runs: runs.per_group(["flows", "ecn"], lambda g: ared_single_flow(g, runs), "aqm",
+                  lambda runs: runs.per_group(["target_ms", "flows", "ecn"], lambda g: ared_single_flow(g, runs), "aqm",
                                               flows=1, ecn=False), "×"),
             Claim("ARED's CE-mark-to-drop ratio (ECN on vs off) per flow count, against the seed's",
                   "6.62, 3.46, 3.87 at 4, 16, 64 flows",
                   Tolerance(Band.between(0.5, 2.0), "seed", "seed 002 'ECN' slide: marks/drops 6.62, 3.46, 4.30, 3.87 "
                             f"at 4, 16, 32, 64 flows; measured / seed within a factor 2 ({doc})"),
-                  lambda runs: runs.per_group(["aqm", "flows"], lambda g: ared_mark_vs_drop(g, runs), "ecn",
-                                              aqm="ared", flows=[4, 16, 64]), "× seed"),
+                  lambda runs: runs.per_group(["aqm", "target_ms", "flows"], lambda g: ared_mark_vs_drop(g, runs), "ecn",
+                                              aqm="ared", target_ms=5, flows=[4, 16, 64]), "× seed"),
             Claim("With ECN, ARED's goodput falls as congestion decreases (4 vs 64 flows)", "drops 'significantly'",
                   Tolerance(Band.at_most(0.95), "qualitative", f"{src}: goodput drops 'significantly'; at least 5 % "
                             f"lower ({doc})"),
-                  lambda runs: runs.per_group(["aqm", "ecn"], lambda g: ared_ecn_goodput(g, runs), "flows",
-                                              aqm="ared", ecn=True, flows=[4, 64]), "×"),
+                  lambda runs: runs.per_group(["aqm", "target_ms", "ecn"], lambda g: ared_ecn_goodput(g, runs), "flows",
+                                              aqm="ared", target_ms=5, ecn=True, flows=[4, 64]), "×"),
         ]  # fmt: skip
 
     def figures(self, runs: Runs) -> dict[str, Any]:
@@ -182,12 +196,12 @@ class AqmKids(Experiment):
                 x = np.arange(len(self.flow_counts))
                 for i, aqm in enumerate(AQMS):
                     if fn is None:
-                        med = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), rtt_p("p50")) for n in self.flow_counts]
-                        p90 = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), rtt_p("p90")) for n in self.flow_counts]
+                        med = [runs.mean_over(runs.select(aqm=aqm, target_ms=5, flows=n, ecn=ecn), rtt_p("p50")) for n in self.flow_counts]
+                        p90 = [runs.mean_over(runs.select(aqm=aqm, target_ms=5, flows=n, ecn=ecn), rtt_p("p90")) for n in self.flow_counts]
                         err = [np.zeros(len(med)), np.maximum(np.subtract(p90, med), 0)]
                         ax.bar(x + (i - 1) * 0.27, med, 0.27, yerr=err, capsize=3, label=aqm)
                     else:
-                        vals = [runs.mean_over(runs.select(aqm=aqm, flows=n, ecn=ecn), fn) / 1e6 for n in self.flow_counts]
+                        vals = [runs.mean_over(runs.select(aqm=aqm, target_ms=5, flows=n, ecn=ecn), fn) / 1e6 for n in self.flow_counts]
                         ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=aqm)
                 ax.set_xticks(x, [str(n) for n in self.flow_counts])
                 ax.set_xlabel("concurrent flows")
