@@ -284,3 +284,23 @@ def test_sweep_result_repr_is_short_whatever_the_size(tmp_path: Path) -> None:
     text = repr(res)
     assert len(text) < 300 and "8 runs" in text and "bottleneck.buffer (2)" in text
     assert "<table" in res._repr_html_()
+
+
+def test_sweep_report_and_plot(tmp_path: Path) -> None:
+    """`aqmlab report SWEEPDIR`: metric against the swept parameters with
+    intervals over seeds, a heatmap for the 2-D grid, and the tables; and
+    SweepResult.plot draws the same numbers as .stats."""
+    res = sweep_fn(spec(seeds=2), jobs=1, cache_dir=tmp_path / "c", out=tmp_path / "s")
+    fig = res.plot(x="bottleneck.buffer", y="queues.bottleneck.sojourn_ms.p99", hue="flows[0].count")
+    ax = fig.axes[0]
+    assert len(ax.lines) >= 2 and [t.get_text() for t in ax.get_xticklabels()] == ["20ms", "60ms"]
+    want = res.stats[(res.stats["metric"] == "queues.bottleneck.sojourn_ms.p99") & (res.stats["flows[0].count"] == 1)]
+    drawn = list(ax.lines[0].get_ydata())
+    assert drawn == pytest.approx(list(want.set_index("bottleneck.buffer").loc[["20ms", "60ms"], "mean"]))
+    with pytest.raises(ValueError, match="not in this sweep"):
+        res.plot(x="bottleneck.buffer", y="no.such.metric")
+    proc = cli("report", str(tmp_path / "s"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "s" / "sweep_report.html").read_text()
+    assert "queues.bottleneck.sojourn_ms.p99" in page and "ci95_lo" in page and "data:image/png" in page
+    assert list((tmp_path / "s" / "plots").glob("*heatmap.png"))

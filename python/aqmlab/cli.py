@@ -277,8 +277,16 @@ def cmd_report(args: argparse.Namespace) -> int:
     from aqmlab.results import Result
 
     out = Path(args.dir)
+    if not (out / "summary.json").is_file() and (out / "sweep.json").is_file():
+        from aqmlab.sweep_report import write_sweep_report
+
+        files = write_sweep_report(out)
+        _, err_c = _consoles()
+        err_c.print(f"wrote {out}/: {len(files['plots'])} plots, sweep_report.html", markup=False)
+        return EXIT_OK
     if not (out / "summary.json").is_file():
-        sys.stderr.write(f"aqmlab: error: {out}: no summary.json here (give a directory written by aqmlab run)\n")
+        sys.stderr.write(f"aqmlab: error: {out}: no summary.json or sweep.json here "
+                         "(give a directory written by aqmlab run or aqmlab sweep)\n")  # fmt: skip
         return EXIT_USAGE
     files = Result.load(out).save_plots(out, report=True, **_plot_options(args))
     _, err_c = _consoles()
@@ -553,7 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help="run even when the estimate exceeds the limits")
     r.set_defaults(func=cmd_run)
 
-    rep = sub.add_parser("report", help="write the plots and report.html of a saved run",
+    rep = sub.add_parser("report", help="write the plots and report.html of a saved run (or sweep)",
                          description="Render the PNG plots and report.html from a directory written by aqmlab run.")  # fmt: skip
     rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
     _add_plot_options(rep)

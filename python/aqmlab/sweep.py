@@ -661,6 +661,14 @@ class SweepResult:
         return (f"<aqmlab.SweepResult {self.spec.name!r}: {self.total} runs ({self.ran} ran, {self.cached} cached"
                 f"{failed}); grid {grid}; seeds {self.spec.seeds}; tables .runs .flows .stats>")  # fmt: skip
 
+    def plot(self, x: str, y: str, hue: str | None = None, ax: Any = None) -> Any:
+        """Metric ``y`` against the swept parameter ``x`` (one line per value
+        of ``hue``), mean and 95 % interval over seeds; returns the Figure.
+        The numbers are ``self.stats`` (metric == y)."""
+        from aqmlab.sweep_report import plot_metric
+
+        return plot_metric(self.stats, y, x, hue, grid=self.spec.grid, ax=ax)
+
     def _repr_html_(self) -> str:
         import html
 
