@@ -238,7 +238,7 @@ def test_report_renders_plots_and_report_of_a_saved_run(tmp_path: Path) -> None:
 def test_report_of_a_directory_without_a_run_is_one_line_exit_2(tmp_path: Path) -> None:
     proc = cli("report", str(tmp_path))
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"aqmlab: error: {tmp_path}: no summary.json here (give a directory written by aqmlab run)"]
+    assert proc.stderr.strip().splitlines() == [f"aqmlab: error: {tmp_path}: no summary.json or sweep.json here (give a directory written by aqmlab run or aqmlab sweep)"]
 
 
 def test_a_run_without_plots_removes_those_of_an_earlier_run(tmp_path: Path) -> None:
