@@ -217,7 +217,7 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
 def cli_bench(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from aqmlab.cli import _consoles
+    from aqmlab.console import consoles as _consoles
     from aqmlab.scenario import ScenarioError
 
     out_c, err_c = _consoles()

@@ -43,22 +43,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _consoles() -> tuple[Console, Console]:
-    from rich.console import Console
+    from aqmlab.console import consoles
 
-    class PipeAwareConsole(Console):
-        def on_broken_pipe(self) -> None:
-            # rich's default exits with status 1; a reader that stops early
-            # (`| head`) is not an error: main() turns this into exit 0.
-            self.quiet = True
-            raise BrokenPipeError("stdout closed by the reader")
-
-    # Not a terminal: tables at 120 columns, but text lines are never
-    # hard-wrapped (a wrapped line would split a command meant to be copied).
-    out = PipeAwareConsole(width=None if sys.stdout.isatty() else 120, soft_wrap=not sys.stdout.isatty(),
-                           highlight=False)  # fmt: skip
-    err = PipeAwareConsole(stderr=True, width=None if sys.stderr.isatty() else 120, soft_wrap=not sys.stderr.isatty(),
-                  highlight=False)  # fmt: skip
-    return out, err
+    return consoles()
 
 
 def _duration_s(text: str) -> float | None:

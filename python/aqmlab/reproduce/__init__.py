@@ -87,7 +87,7 @@ def cli_reproduce(args: argparse.Namespace) -> int:
     )
     from rich.table import Table
 
-    from aqmlab.cli import _consoles
+    from aqmlab.console import consoles as _consoles
 
     out_c, err_c = _consoles()
     if args.list or not args.name:
