@@ -366,3 +366,13 @@ def test_publication_formats_sizes_and_readable_colours(tmp_path: Path) -> None:
     colours = {tuple(line.get_color()) for line in ax.get_lines()}
     assert len(ax.get_lines()) == 12 and len(colours) == 12
     plt.close(fig)
+
+
+def test_registry_quiet_lists_names_for_scripts(tmp_path: Path) -> None:
+    import aqmlab
+
+    proc = cli("registry", "-q", cwd=tmp_path)
+    assert proc.returncode == 0
+    reg = aqmlab.registry()
+    want = [f"aqm {n}" for n in reg["aqm"]] + [f"cc {n}" for n in reg["cc"]]
+    assert proc.stdout.splitlines() == want

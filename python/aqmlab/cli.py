@@ -427,6 +427,8 @@ def cmd_registry(args: argparse.Namespace) -> int:
     reg = aqmlab.registry()
     if args.json:
         print(json.dumps(reg, indent=2, sort_keys=True))
+    elif args.quiet:
+        sys.stdout.write("".join(f"{kind} {name}\n" for kind in ("aqm", "cc") for name in reg[kind]))
     elif args.markdown:
         sys.stdout.write(registry_markdown(reg))
     else:
@@ -613,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")
     g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
     g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
+    g.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
     g.set_defaults(func=cmd_registry)
 
     from aqmlab.validation.command import add_parser as add_validation
