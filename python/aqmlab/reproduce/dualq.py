@@ -56,6 +56,19 @@ def _l4s_soj(p: str) -> Any:
     return f
 
 
+BASE_RTT_S = 0.020
+
+
+def _marks_per_rtt_per_l4s_flow(s: dict[str, Any]) -> float | None:
+    """L4S-queue CE marks in the measurement window, per DCTCP flow and per
+    round trip (base RTT plus the L4S queue's mean sojourn)."""
+    sub = subqueue(s, "l4s")
+    n = next(f["count"] for f in s["scenario"]["flows"] if f.get("label") == "dctcp")
+    rtt_s = BASE_RTT_S + (sub.get("sojourn_ms") or {}).get("mean", 0.0) / 1e3
+    window_s = s["duration_s"] - s["warmup_s"]
+    return sub["marks"] / n / (window_s / rtt_s) if window_s > 0 else None
+
+
 class DualqCoexistence(Experiment):
     name = "dualq-coexistence"
     title = "DualQ Coupled AQM: DCTCP and CUBIC coexistence (De Schepper et al. 2015)"
@@ -127,6 +140,11 @@ class DualqCoexistence(Experiment):
                   Tolerance(Band.at_most(1.0), "qualitative", delay_src), l4s_per_mix("p50"), "ms"),
             Claim(f"{name}: L4S queue delay 99th percentile below 2 ms, in every flow mix", "'extreme small queue size'",
                   Tolerance(Band.at_most(2.0), "qualitative", delay_src), l4s_per_mix("p99"), "ms"),
+            Claim(f"{name}: DCTCP gets about 2 marks per RTT per flow, in every flow mix", "C = 2 marks per RTT",
+                  Tolerance(Band.between(1.0, 4.0), "qualitative", 'seed 000 backup "Scalable Congestion Controllers": '
+                            '"C marked per RTT (C=2 for DCTCP)", from r = C/(p·RTT); within a factor 2, since the '
+                            f"slide contrasts O(1) marks per RTT with Reno's 1 drop per 45 RTTs ({DOC}#marks-per-rtt)"),
+                  lambda runs: runs.per_case(_marks_per_rtt_per_l4s_flow, aqm=aqm), "/RTT"),
         ]  # fmt: skip
 
     def _single_queue_claims(self, equal: Band, equal_why: str, unequal: Band, unequal_why: str) -> list[Claim]:
