@@ -234,3 +234,23 @@ def test_qcn_hotspot_quick_reproduces_every_claim(tmp_path: Path) -> None:
     low = ts[(ts["t_s"] > 2.5) & (ts["t_s"] <= 4.0)].groupby("t_s")["rate_bps"].sum().mean()
     assert abs(low / 0.5e9 - 1) < 0.1, low
     assert set(r.probes["probe"]) >= {"fb", "q", "fb_quantized", "cnms", "target_rate_bps", "fbhat"}
+
+
+def test_two_dimensional_claims_are_drawn_on_their_grid() -> None:
+    """The 10 x 10 flow-mix layout of seed 000's panels: each case's value in
+    its cell, failing cells outlined; one-dimensional claims get no grid."""
+    import matplotlib.pyplot as plt
+    from aqmlab.judging import judge
+    from aqmlab.reproduce.framework import verdict_grid
+
+    tol = Tolerance(Band.between(0.5, 2.0), "qualitative", "test")
+    cases = [({"aqm": "dualpi2", "n_l4s": a, "n_classic": b}, 1.0 if (a, b) != (10, 1) else 0.44)
+             for a in (1, 10) for b in (1, 10)]  # fmt: skip
+    fig = verdict_grid(judge("ratio", tol, cases))
+    ax = fig.axes[0]
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("n_l4s", "n_classic")
+    red = [p for p in ax.patches if p.get_edgecolor()[:3] == (1.0, 0.0, 0.0)]
+    assert len(red) == 1 and red[0].get_xy() == (1 - 0.5, 0 - 0.5)  # n_l4s = 10 (x 1), n_classic = 1 (y 0)
+    assert sorted(t.get_text() for t in ax.texts) == ["0.44", "1", "1", "1"]
+    plt.close(fig)
+    assert verdict_grid(judge("one-d", tol, [({"flows": n}, 1.0) for n in (1, 4)])) is None

@@ -414,6 +414,12 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
         parts.append(f"<details><summary>{html.escape(c.text)}: {html.escape(j.summary_line())}</summary>")
         parts.append(table([*keys, f"measured {j.unit}".strip(), "95% CI low", "95% CI high", "verdict"], body,
                            left=len(keys), raw_cols=(len(keys) + 3,)))  # fmt: skip
+        grid = verdict_grid(j)
+        if grid is not None:
+            try:
+                parts.append(image(png_bytes(grid), f"{c.text}: every case"))
+            finally:
+                plt.close(grid)
         parts.append("</details>")
     if figs:
         parts.append("<h2>Figures</h2>")
@@ -421,6 +427,40 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
+
+
+def verdict_grid(j: Judgement) -> Any:
+    """A claim's cases on their two-dimensional grid (e.g. the 10 × 10
+    L4S × Classic flow mixes, as the seed lays out its panels): the measured
+    value in each cell, failing cells outlined in red. None unless exactly
+    two tags vary and both are numbers."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    varying = [k for k in sorted({k for c in j.cases for k in c.tags}) if len({c.tags.get(k) for c in j.cases}) > 1]
+    if len(varying) != 2 or not all(isinstance(c.tags.get(k), (int, float)) for c in j.cases for k in varying):
+        return None
+    ky, kx = varying
+    xs = sorted({c.tags[kx] for c in j.cases})
+    ys = sorted({c.tags[ky] for c in j.cases})
+    z = np.full((len(ys), len(xs)), np.nan)
+    fig, ax = plt.subplots(figsize=(0.55 * len(xs) + 2.6, 0.45 * len(ys) + 1.6), layout="constrained")
+    for c in j.cases:
+        yi, xi = ys.index(c.tags[ky]), xs.index(c.tags[kx])
+        if c.measured is not None:
+            z[yi, xi] = c.measured
+        if c.verdict is Verdict.FAIL:
+            ax.add_patch(plt.Rectangle((xi - 0.5, yi - 0.5), 1, 1, fill=False, ec="red", lw=2))
+    im = ax.imshow(z, origin="lower", cmap="viridis", aspect="auto")
+    for yi in range(len(ys)):
+        for xi in range(len(xs)):
+            if np.isfinite(z[yi, xi]):
+                ax.text(xi, yi, f"{z[yi, xi]:.2g}", ha="center", va="center", color="w", fontsize=7)
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set(xlabel=kx, ylabel=ky, title=f"{j.verdict.value}: {j.counts_text()} (band {j.tolerance.band.describe(j.unit)})")
+    fig.colorbar(im, ax=ax, label=j.unit or "measured")
+    return fig
 
 
 def _css_class(v: Verdict) -> str:
