@@ -23,11 +23,11 @@ from aqmlab.validation import suite
 from aqmlab.validation.runner import LINK_RATES_BPS, MSS_BYTES, dumbbell, run_summaries, run_with_tables
 from aqmlab.validation.suite import Progress
 
-__all__ = ["judgements", "SKIPPED_IN_QUICK", "reno_sqrt_bps", "pftk_bps", "cubic_bps", "dctcp_bps"]
+__all__ = ["judgements", "SKIPPED_IN_QUICK", "reno_sqrt_bps", "pftk_bps", "cubic_bps", "dctcp_bps", "prague_rate_mode_bps"]
 
 SKIPPED_IN_QUICK = (
     "response functions: the middle points (p = 0.3 % for Reno and CUBIC, 5 % for PFTK, 1 % for DCTCP; RTT 50 ms) "
-    "and 4x fewer loss events (400 instead of 1600 rounds for DCTCP); DCTCP step: the 10 Gbit/s and 8-flow cases; "
+    "and 4x fewer loss events (400 instead of 1600 rounds for DCTCP and Prague); Prague's rate mode: RTTs 1 and 20 ms; DCTCP step: the 10 Gbit/s and 8-flow cases; "
     "coupling: DualPI2 with 2+2 flows at 10 Mbit/s and at 1 Gbit/s, Curvy RED with 2+2 flows, 40 s runs instead of 120 s; "
     "CoDel: 100 Mbit/s at 100 ms, 10 Mbit/s at 20 ms, 10 Gbit/s; QCN: 7 of the 9 grid points (keeps N = 10 at 40 us "
     "and N = 100 at 400 us); PIE/PI2: 20 flows at 10 Mbit/s, 5 at 100 Mbit/s, 1 Gbit/s, 40 s runs instead of 120 s"
@@ -70,6 +70,28 @@ def dctcp_bps(p: float, rtt_s: float) -> float:
     """W = 2/p (RFC 9332 §2.1; one reduction of α/2 ≈ p/2 per round against
     one segment of growth)."""
     return 2 / p * MSS_BITS / rtt_s
+
+
+#: tcp_prague.c v0.6: prague_rtt_target = 25 ms, RTTs in units of 2^7 µs.
+PRAGUE_RTT_TARGET_S = 0.025
+PRAGUE_RTT_UNIT_S = 128e-6
+#: prague_rtt_transition = 500 rounds out of slow start.
+PRAGUE_TRANSITION_ROUNDS = 500
+
+
+def prague_rate_mode_bps(p: float, rtt_s: float) -> float:
+    """Prague's RTT_CONTROL_RATE equilibrium (docs/validation.md#prague-rtt-independence):
+    below the target T, growth is (R/T)² per round and cuts at most once per
+    T, so per T there are T/R rounds of growth, (T/R)·(R_q/T_q)² segments,
+    against one cut of p·W/2: W = 2·(T/R)·(R_q/T_q)²/p and the rate W/R is
+    2/(p·T) per second for RTTs on the 128 µs grid, whatever R."""
+    unit = PRAGUE_RTT_UNIT_S
+    t_q = int(PRAGUE_RTT_TARGET_S / unit + 1e-9) * unit
+    if rtt_s >= t_q:
+        return dctcp_bps(p, rtt_s)  # unscaled growth, at most one cut per round
+    r_q = int(rtt_s / unit + 1e-9) * unit
+    w = 2 * (t_q / rtt_s) * (r_q / t_q) ** 2 / p
+    return w * MSS_BITS / rtt_s
 
 
 # --- helpers -----------------------------------------------------------------
@@ -163,25 +185,33 @@ def _pftk_for(p: float, rtt: float) -> float:
     return pftk_bps(p, rtt, rtt + 0.2)
 
 
-def _mark_law_row(row: suite.Row, cc: str, ecn: str, quick: bool, progress: Progress | None, runs: _Collector) -> Judgement:
-    """A scalable CC (DCTCP, Prague) against W = 2/p under Bernoulli marking."""
-    cases = _response_cases(quick, (0.001, 0.1), (0.005, 0.2), (0.01,), (0.05,))
+def _mark_law_row(row: suite.Row, cc: str, ecn: str, quick: bool, progress: Progress | None, runs: _Collector,
+                  *, params: Mapping[str, Any] | None = None, law: Any = dctcp_bps,
+                  rtts: Sequence[float] = (0.005, 0.2), full_rtts: Sequence[float] = (0.05,)) -> Judgement:  # fmt: skip
+    """A scalable CC (DCTCP, Prague) against ``law(p, rtt)`` (W = 2/p by
+    default) under Bernoulli marking."""
+    cases = _response_cases(quick, (0.001, 0.1), rtts, (0.01,), full_rtts)
     trees, meta = [], []
     for p, rtt in cases:
-        per_flow = dctcp_bps(p, rtt)
+        per_flow = law(p, rtt)
         link = _link_for(per_flow, headroom=2.0)
-        w = 2 / p
+        # Rounds to equilibrium: 2/p for W = 2/p; in Prague's rate mode the
+        # cuts come once per target RTT, so the same count of target RTTs.
+        per_cut = max(1.0, PRAGUE_RTT_TARGET_S / rtt) if law is prague_rate_mode_bps else 1.0
+        relax_rounds = 2 / p * per_cut
         # The window relaxes to 2/p with a time constant of about 1/p rounds
         # (the cut per round, W·p/2, changes by p/2 per segment of window):
         # warm up for 8/p rounds (e^-8 of the start-up transient left; the
         # first version allowed 1.5·W = 3/p rounds and measured p = 0.1 %
         # before equilibrium, see docs/validation.md#dctcp-response), then
         # measure over 400 rounds (25 of α's 16-round time constants).
-        rounds = 400 if quick else 1600
-        warmup = (4 * w + 50) * rtt
+        # Prague's RTT independence starts 500 rounds after slow start.
+        rounds = (400 if quick else 1600) * per_cut
+        warmup = (4 * relax_rounds + 50 + (PRAGUE_TRANSITION_ROUNDS if cc == "prague" else 0)) * rtt
+        flow = {"cc": cc, "rtt": f"{rtt * 1e3:g}ms", "ecn": ecn} | ({"params": dict(params)} if params else {})
         trees.append(dumbbell(
             name=f"{row.id} p={_pct(p)} rtt={rtt * 1e3:g}ms", rate_bps=link, aqm="bernoulli",
-            params={"p": p, "ecn": True}, flows=[{"cc": cc, "rtt": f"{rtt * 1e3:g}ms", "ecn": ecn}],
+            params={"p": p, "ecn": True}, flows=[flow],
             duration_s=warmup + rounds * rtt, warmup_s=warmup))  # fmt: skip
         meta.append((p, rtt, link))
     summaries = run_summaries(trees, progress, row.id)
@@ -189,7 +219,7 @@ def _mark_law_row(row: suite.Row, cc: str, ecn: str, quick: bool, progress: Prog
     out = []
     for (p, rtt, link), s in zip(meta, summaries, strict=True):
         rtt_eff = _mean_rtt_s(s, rtt)
-        expected = dctcp_bps(p, rtt_eff)
+        expected = law(p, rtt_eff)
         got = _mean_goodput_bps(s)
         tags = {"p": _pct(p), "rtt": f"{rtt * 1e3:g}ms", "link": f"{link / 1e6:g}Mbps"}
         extra = {"law_bps": expected, "measured_bps": got, "mean_rtt_ms": rtt_eff * 1e3,
@@ -437,9 +467,13 @@ def judgements(quick: bool, progress: Progress | None = None) -> list[Judgement]
         _mark_law_row(suite.DCTCP, "dctcp", "dctcp", quick, progress, runs),
     ]
     if "prague" in aqmlab.registry()["cc"]:
-        js.append(_mark_law_row(suite.PRAGUE, "prague", "l4s", quick, progress, runs))
+        # W = 2/p is the unscaled response; RTT_CONTROL_RATE has its own law.
+        js.append(_mark_law_row(suite.PRAGUE, "prague", "l4s", quick, progress, runs, params={"rtt_scaling": "none"}))
+        js.append(_mark_law_row(suite.PRAGUE_RATE, "prague", "l4s", quick, progress, runs, law=prague_rate_mode_bps,
+                                rtts=(0.005,), full_rtts=(0.001, 0.02)))  # fmt: skip
     else:
-        js.append(suite.PRAGUE.not_applicable("no 'prague' congestion control in this build's registry"))
+        for r in (suite.PRAGUE, suite.PRAGUE_RATE):
+            js.append(r.not_applicable("no 'prague' congestion control in this build's registry"))
     js.append(_dctcp_step(quick, progress, runs))
     js.append(_coupling(quick, progress, runs))
     js.append(_codel_spacing(quick, progress, runs))

@@ -102,8 +102,12 @@ DCTCP_STEP = row(Row(
     "measured / law", _theory(Band.between(0.75, 1.33), "dctcp-step")))
 PRAGUE = row(Row(
     "prague-response", "laws", "TCP Prague's window is 2/p under probabilistic marking",
-    "RFC 9332 §2.1 (scalable CC, DCTCP-like reduction): W = 2/p",
+    "RFC 9332 §2.1 (scalable CC, DCTCP-like reduction): W = 2/p, with rtt_scaling = none",
     "measured / law", _theory(Band.between(0.9, 1.3), "prague-response")))
+PRAGUE_RATE = row(Row(
+    "prague-rtt-independence", "laws", "TCP Prague's default RTT scaling gives every RTT below 25 ms the rate of a 25 ms flow",
+    "tcp_prague.c v0.6 RTT_CONTROL_RATE: rate = 2·MSS/(p·T), T = 25 ms, RTTs on a 128 µs grid",
+    "measured / law", _theory(Band.between(0.9, 1.3), "prague-rtt-independence")))
 COUPLING = row(Row(
     "coupling", "laws", "Coupled AQMs signal p_C = (p_L/k)²",
     "RFC 9332 §2.1: p_C = (p_CL/k)²; realised rates, corrected for the variance of p′ (Jensen)",

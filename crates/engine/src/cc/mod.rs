@@ -12,6 +12,7 @@ pub mod bbr2;
 pub mod cubic;
 pub mod dctcp;
 pub mod hystart;
+pub mod prague;
 pub mod reno;
 
 use serde::Serialize;
@@ -218,6 +219,7 @@ pub enum AnyCc {
     Reno(reno::Reno),
     Cubic(cubic::Cubic),
     Dctcp(dctcp::Dctcp),
+    Prague(prague::Prague),
 }
 
 macro_rules! dispatch {
@@ -227,6 +229,7 @@ macro_rules! dispatch {
             AnyCc::Reno($c) => $e,
             AnyCc::Cubic($c) => $e,
             AnyCc::Dctcp($c) => $e,
+            AnyCc::Prague($c) => $e,
         }
     };
 }
@@ -320,6 +323,7 @@ pub const REGISTRY: &[CcEntry] = &[
     entry!("reno", "NewReno (RFC 5681/6582) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, reno::RenoConfig, Reno, reno::Reno),
     entry!("cubic", "CUBIC (RFC 9438) with optional ABE (RFC 8511)", "off", EcnStyle::Classic, cubic::CubicConfig, Cubic, cubic::Cubic),
     entry!("dctcp", "DCTCP (RFC 8257)", "l4s", EcnStyle::Scalable, dctcp::DctcpConfig, Dctcp, dctcp::Dctcp),
+    entry!("prague", "TCP Prague (L4STeam Linux v0.6; draft-briscoe-iccrg-prague-congestion-control)", "l4s", EcnStyle::Scalable, prague::PragueConfig, Prague, prague::Prague),
     entry!("bbr2", "BBRv2 (Google v2alpha, draft-cardwell-iccrg-bbr-congestion-control)", "off", EcnStyle::Scalable, bbr2::Bbr2Config, Bbr2, bbr2::Bbr2),
 ];
 
