@@ -12,6 +12,11 @@ DCTCP and 1-10 CUBIC flows. Claims, as the slides state them:
   (arXiv 2209.01078) puts the L4S queue's median below 1 ms and its 99th
   percentile below 2 ms.
 
+TCP Prague, the L4S reference congestion control that came after the seed,
+is run against CUBIC through DualPI2 on the same grid (issue 17: Prague's
+validation in this setup); its claims are the DCTCP claims carried over, not
+the seed's.
+
 Assumptions where the slides are silent: base RTT 20 ms for every flow (the
 slides' own worked example uses 40 Mbit/s and 20 ms), a 200 ms buffer, flows
 starting within the first second, every AQM at its engine default except
@@ -42,6 +47,10 @@ DOC = "docs/results/dualq-coexistence.md"
 #: Appendix B); DualPI2 is the Linux successor, a second row.
 AQMS = ("curvy_red", "dualpi2", "pie", "red", "fq_codel")
 
+#: (AQM, L4S congestion control) pairs: DCTCP through every AQM, as the seed;
+#: TCP Prague through DualPI2, the deployed pairing (RFC 9332 with Prague).
+RUNS = tuple((aqm, "dctcp") for aqm in AQMS) + (("dualpi2", "prague"),)
+
 
 def _ratio(s: dict[str, Any]) -> float | None:
     v = s["fairness"].get("l4s_classic_ratio")
@@ -60,10 +69,10 @@ BASE_RTT_S = 0.020
 
 
 def _marks_per_rtt_per_l4s_flow(s: dict[str, Any]) -> float | None:
-    """L4S-queue CE marks in the measurement window, per DCTCP flow and per
+    """L4S-queue CE marks in the measurement window, per L4S flow and per
     round trip (base RTT plus the L4S queue's mean sojourn)."""
     sub = subqueue(s, "l4s")
-    n = next(f["count"] for f in s["scenario"]["flows"] if f.get("label") == "dctcp")
+    n = s["scenario"]["flows"][0]["count"]  # the L4S group comes first
     rtt_s = BASE_RTT_S + (sub.get("sojourn_ms") or {}).get("mean", 0.0) / 1e3
     window_s = s["duration_s"] - s["warmup_s"]
     return sub["marks"] / n / (window_s / rtt_s) if window_s > 0 else None
@@ -75,27 +84,27 @@ class DualqCoexistence(Experiment):
     source = "seed 000: De Schepper, Tsang, Bondarenko, Briscoe, 'DualQ Coupled AQM' (2015); latency figures from arXiv 2209.01078"
     description = (
         "DCTCP (L4S ECN) and CUBIC (no ECN) flows share a 40 Mbit/s bottleneck with a 20 ms base RTT, "
-        "through the seed's Curvy RED DualQ, DualPI2, or a single PIE, RED or FQ-CoDel queue. Every claim is judged on every "
-        "flow mix. Quick: the grid's corners (1D1C, 1D10C, 10D1C, 10D10C) for 30 s, one seed; full: every "
+        "through the seed's Curvy RED DualQ, DualPI2, or a single PIE, RED or FQ-CoDel queue; TCP Prague and CUBIC through "
+        "DualPI2 on the same grid. Every claim is judged on every flow mix. Quick: the grid's corners (1D1C, 1D10C, 10D1C, 10D10C) for 30 s, one seed; full: every "
         "combination of 1-10 DCTCP and 1-10 CUBIC flows for 250 s, seeds 1-3."
     )
     requires_aqm = AQMS
-    requires_cc = ("dctcp", "cubic")
+    requires_cc = ("dctcp", "cubic", "prague")
 
     def combos(self, quick: bool) -> list[tuple[int, int]]:
         if quick:  # the decisive cases: every corner of the 10 x 10 grid
             return [(1, 1), (1, 10), (10, 1), (10, 10)]
         return [(nl, nc) for nl in range(1, 11) for nc in range(1, 11)]
 
-    def scenario(self, aqm: str, n_l4s: int, n_classic: int, quick: bool) -> dict[str, Any]:
+    def scenario(self, aqm: str, n_l4s: int, n_classic: int, quick: bool, l4s_cc: str = "dctcp") -> dict[str, Any]:
         return {
-            "name": f"dualq-{aqm}-{n_l4s}dctcp-{n_classic}cubic",
-            "description": f"{n_l4s} DCTCP + {n_classic} CUBIC through {aqm} at 40 Mbit/s, 20 ms",
+            "name": f"dualq-{aqm}-{n_l4s}{l4s_cc}-{n_classic}cubic",
+            "description": f"{n_l4s} {l4s_cc} + {n_classic} CUBIC through {aqm} at 40 Mbit/s, 20 ms",
             "duration": "30s" if quick else "250s",
             "warmup": "10s" if quick else "50s",
             "bottleneck": {"rate": "40Mbps", "buffer": "200ms", "aqm": aqm, "params": ecn_params(aqm)},
             "flows": [
-                {"cc": "dctcp", "label": "dctcp", "count": n_l4s, "rtt": "20ms", "ecn": "l4s", "start_jitter": "1s"},
+                {"cc": l4s_cc, "label": l4s_cc, "count": n_l4s, "rtt": "20ms", "ecn": "l4s", "start_jitter": "1s"},
                 {"cc": "cubic", "label": "cubic", "count": n_classic, "rtt": "20ms", "ecn": "off", "start_jitter": "1s"},
             ],
             "metrics": {"interval": "100ms"},
@@ -103,13 +112,14 @@ class DualqCoexistence(Experiment):
 
     def cases(self, quick: bool) -> list[Case]:
         return [
-            Case(f"{aqm}/{nl}d{nc}c", self.scenario(aqm, nl, nc, quick), {"aqm": aqm, "n_l4s": nl, "n_classic": nc})
-            for aqm in AQMS
+            Case(f"{aqm}/{nl}{cc[0]}{nc}c", self.scenario(aqm, nl, nc, quick, cc),
+                 {"aqm": aqm, "l4s_cc": cc, "n_l4s": nl, "n_classic": nc})
+            for aqm, cc in RUNS
             for nl, nc in self.combos(quick)
-        ]
+        ]  # fmt: skip
 
     def showcase(self, quick: bool) -> list[str]:
-        return [f"{aqm}/1d1c" for aqm in AQMS]
+        return [f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS]
 
     def claims(self) -> list[Claim]:
         equal = Band.between(0.5, 2.0)
@@ -123,11 +133,12 @@ class DualqCoexistence(Experiment):
             for aqm, name in (("curvy_red", "Curvy RED DualQ"), ("dualpi2", "DualPI2"))
             for claim in self._dualq_claims(aqm, name, equal, equal_why)
         ]
-        return [*dualqs, *self._single_queue_claims(equal, equal_why, unequal, unequal_why)]
+        return [*dualqs, *self._single_queue_claims(equal, equal_why, unequal, unequal_why),
+                *self._prague_claims(equal, equal_why)]  # fmt: skip
 
     def _dualq_claims(self, aqm: str, name: str, equal: Band, equal_why: str) -> list[Claim]:
         def l4s_per_mix(p: str) -> Any:
-            return lambda runs: runs.per_case(_l4s_soj(p), aqm=aqm)
+            return lambda runs: runs.per_case(_l4s_soj(p), aqm=aqm, l4s_cc="dctcp")
 
         delay_src = ('seed 000 QSIZE CDF DUALQ: "Extreme small queue size for DCTCP"; the number from the Linux '
                      f'DualPI2 evaluation (arXiv 2209.01078) ({DOC}#l4s-delay)')  # fmt: skip
@@ -135,7 +146,7 @@ class DualqCoexistence(Experiment):
             Claim(f"{name}: per-flow throughput DCTCP ≈ CUBIC, in every flow mix", "≈ 1 (equal throughput, k = 2)",
                   Tolerance(equal, "qualitative", f'seed 000 THROUGHPUT DUALQ: "Equal throughput between DCTCP and '
                             f'Cubic/Reno"; {equal_why}'),
-                  lambda runs: runs.per_case(_ratio, aqm=aqm), "×"),
+                  lambda runs: runs.per_case(_ratio, aqm=aqm, l4s_cc="dctcp"), "×"),
             Claim(f"{name}: L4S queue delay median below 1 ms, in every flow mix", "'extreme small queue size'",
                   Tolerance(Band.at_most(1.0), "qualitative", delay_src), l4s_per_mix("p50"), "ms"),
             Claim(f"{name}: L4S queue delay 99th percentile below 2 ms, in every flow mix", "'extreme small queue size'",
@@ -144,12 +155,30 @@ class DualqCoexistence(Experiment):
                   Tolerance(Band.between(1.0, 4.0), "qualitative", 'seed 000 backup "Scalable Congestion Controllers": '
                             '"C marked per RTT (C=2 for DCTCP)", from r = C/(p·RTT); within a factor 2, since the '
                             f"slide contrasts O(1) marks per RTT with Reno's 1 drop per 45 RTTs ({DOC}#marks-per-rtt)"),
-                  lambda runs: runs.per_case(_marks_per_rtt_per_l4s_flow, aqm=aqm), "/RTT"),
+                  lambda runs: runs.per_case(_marks_per_rtt_per_l4s_flow, aqm=aqm, l4s_cc="dctcp"), "/RTT"),
+        ]  # fmt: skip
+
+    def _prague_claims(self, equal: Band, equal_why: str) -> list[Claim]:
+        """The DCTCP claims carried over to TCP Prague through DualPI2: not the
+        seed's (it predates Prague) but RFC 9332's, whose coupling (k = 2) is
+        designed for the L4S reference congestion control."""
+        scope = {"aqm": "dualpi2", "l4s_cc": "prague"}
+        delay_src = (f"RFC 9332 §1.3 'consistently low queuing delay' for L4S traffic; the numbers from the Linux "
+                     f"DualPI2 evaluation with Prague (arXiv 2209.01078) ({DOC}#prague)")  # fmt: skip
+        return [
+            Claim("DualPI2: per-flow throughput Prague ≈ CUBIC, in every flow mix", "≈ 1 (RFC 9332 §2.1, k = 2)",
+                  Tolerance(equal, "qualitative", "RFC 9332 §2.1: with k = 2 the coupling gives 'roughly equal' rates to "
+                            f"Reno-friendly and scalable flows, the seed's claim for DCTCP; {equal_why}; "
+                            f"not a seed claim ({DOC}#prague)"),
+                  lambda runs: runs.per_case(_ratio, **scope), "×"),
+            Claim("DualPI2: L4S queue delay 99th percentile below 2 ms with Prague, in every flow mix", "'consistently low'",
+                  Tolerance(Band.at_most(2.0), "qualitative", delay_src),
+                  lambda runs: runs.per_case(_l4s_soj("p99"), **scope), "ms"),
         ]  # fmt: skip
 
     def _single_queue_claims(self, equal: Band, equal_why: str, unequal: Band, unequal_why: str) -> list[Claim]:
         def ratio_per_mix(aqm: str) -> Any:
-            return lambda runs: runs.per_case(_ratio, aqm=aqm)
+            return lambda runs: runs.per_case(_ratio, aqm=aqm, l4s_cc="dctcp")
 
         return [
             Claim("Single-queue RED: DCTCP takes far more than CUBIC, in every flow mix", "40× ('40x less' for CUBIC)",
@@ -170,24 +199,25 @@ class DualqCoexistence(Experiment):
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
         means, lo, hi = [], [], []
-        for aqm in AQMS:
-            vals = [runs.mean(c.label, _ratio) for c in runs.select(aqm=aqm)]
+        names = [aqm if cc == "dctcp" else f"{aqm}\n+{cc}" for aqm, cc in RUNS]
+        for aqm, cc in RUNS:
+            vals = [runs.mean(c.label, _ratio) for c in runs.select(aqm=aqm, l4s_cc=cc)]
             vals = [v for v in vals if not math.isnan(v)]
             m = float(np.mean(vals)) if vals else math.nan
             means.append(m)
             lo.append(m - min(vals) if vals else 0)
             hi.append(max(vals) - m if vals else 0)
-        x = np.arange(len(AQMS))
-        a1.bar(x, means, yerr=[lo, hi], color=["#1a5", "#2a7", "#c84", "#c44", "#48c"], capsize=4)
+        x = np.arange(len(RUNS))
+        a1.bar(x, means, yerr=[lo, hi], color=["#1a5", "#2a7", "#c84", "#c44", "#48c", "#a4c"], capsize=4)
         a1.axhline(1.0, color="k", lw=0.8, ls="--")
         a1.set_yscale("log")
-        a1.set_xticks(x, AQMS)
-        a1.set_ylabel("DCTCP : CUBIC per-flow throughput")
+        a1.set_xticks(x, names)
+        a1.set_ylabel("L4S (DCTCP or Prague) : CUBIC per-flow throughput")
         a1.set_title("Throughput balance (whiskers: range over flow mixes)")
         width = 0.2
         for i, (sub, p) in enumerate([("l4s", "p50"), ("l4s", "p99"), ("classic", "p50"), ("classic", "p99")]):
             vals = []
-            for aqm in AQMS:
+            for aqm, cc in RUNS:
 
                 def f(s: dict[str, Any], sub: str = sub, p: str = p) -> float | None:
                     try:
@@ -196,9 +226,9 @@ class DualqCoexistence(Experiment):
                         st = queue_of(s)
                     return (st.get("sojourn_ms") or {}).get(p)
 
-                vals.append(runs.mean_over(runs.select(aqm=aqm), f))
+                vals.append(runs.mean_over(runs.select(aqm=aqm, l4s_cc=cc), f))
             a2.bar(x + (i - 1.5) * width, vals, width, label=f"{sub} {p}")
-        a2.set_xticks(x, AQMS)
+        a2.set_xticks(x, names)
         a2.set_yscale("log")
         a2.set_ylabel("queue delay (ms)")
         a2.set_title("Queue delay by sub-queue (single queues: whole queue)")
