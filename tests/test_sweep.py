@@ -39,6 +39,17 @@ def test_grid_expands_to_every_combination_and_seed() -> None:
     assert all(p.normalized["seed"] == p.seed for p in points)
 
 
+def test_a_rebuilt_engine_does_not_read_the_old_builds_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same scenario and version, another engine binary: another cache key."""
+    from aqmlab import sweep as sweep_mod
+
+    normalized = spec().points()[0].normalized
+    before = sweep_mod.content_hash(normalized)
+    assert sweep_mod.content_hash(normalized) == before  # stable within a build
+    monkeypatch.setattr(sweep_mod, "engine_build_id", lambda: "another build")
+    assert sweep_mod.content_hash(normalized) != before
+
+
 def test_second_run_is_all_cache_hits(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     first = sweep_fn(spec(), jobs=1, cache_dir=cache)

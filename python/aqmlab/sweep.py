@@ -27,6 +27,7 @@ This module imports pandas lazily: ``import aqmlab`` stays light.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -94,10 +95,22 @@ class SweepFailed(RuntimeError):
 # Points and content hashes.
 
 
+@functools.cache
+def engine_build_id() -> str:
+    """sha256 of the compiled engine itself. The version number alone would let
+    a rebuilt development engine (same version, different code) read results
+    the old one cached; the binary's hash changes with any change of the code."""
+    h = hashlib.sha256()
+    with open(_engine.__file__, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def content_hash(normalized: Mapping[str, Any]) -> str:
-    """sha256 of the normalised scenario (which includes the seed) and the
-    engine version: the identity of a run's result."""
-    doc = {"scenario": normalized, "version": _engine.__version__}
+    """sha256 of the normalised scenario (which includes the seed), the engine
+    version and the engine build: the identity of a run's result."""
+    doc = {"scenario": normalized, "version": _engine.__version__, "build": engine_build_id()}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from aqmlab.reproduce.abe import Abe
 from aqmlab.reproduce.aqm_kids import AqmKids
 from aqmlab.reproduce.dualq import DualqCoexistence
+from aqmlab.reproduce.dualq_dynamic import DualqDynamic
 from aqmlab.reproduce.framework import (
     Case,
     Claim,
@@ -51,7 +52,7 @@ __all__ = [
 
 
 EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e for e in (DualqCoexistence(), AqmKids(), Abe(), QcnHotspot(), VdqCsaqm())
+    e.name: e for e in (DualqCoexistence(), DualqDynamic(), AqmKids(), Abe(), QcnHotspot(), VdqCsaqm())
 }
 
 

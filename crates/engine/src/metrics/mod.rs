@@ -7,6 +7,7 @@ pub mod histogram;
 pub mod records;
 pub mod series;
 pub mod summary;
+pub mod workload;
 
 /// One typed column.
 #[derive(Debug, Clone, PartialEq)]

@@ -78,6 +78,8 @@ pub struct TcpRecord {
     pub retransmits: u64,
     pub rtos: u64,
     pub ecn_reductions: u64,
+    /// SYN retransmissions (each one an initial-RTO wait, 1 s by default).
+    pub syn_retries: u64,
     pub srtt_ns: u64,
     /// ECN feedback the handshake settled on: "off", "classic" or "accurate".
     pub negotiated: &'static str,

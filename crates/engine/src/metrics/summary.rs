@@ -250,18 +250,6 @@ pub fn build(r: RunRecords) -> Results {
         }
     }
 
-    // Workload (finite) flows: FCT summary per group.
-    let fct_rows: Vec<(f64, f64)> = r
-        .flows
-        .iter()
-        .filter(|f| f.info.from_workload)
-        .filter_map(|f| match (f.completed_ns, f.info.size_bytes) {
-            (Some(c), Some(sz)) => (c <= end).then(|| (sz as f64, ns_to_secs(c - f.info.start_ns))),
-            _ => None,
-        })
-        .collect();
-    let started_workload = r.flows.iter().filter(|f| f.info.from_workload).count();
-
     // Serialised straight to text from typed rows: a JSON value tree costs
     // about 1.5 kB per flow, which matters with ten thousand flows.
     let doc = SummaryDoc {
@@ -278,8 +266,7 @@ pub fn build(r: RunRecords) -> Results {
             "wall_s": r.perf.wall_s,
         }),
         flows: flows_json,
-        workload_flows: json!({ "started": started_workload, "completed": fct_rows.len(),
-            "mean_fct_s": if fct_rows.is_empty() { Value::Null } else { json!(fct_rows.iter().map(|r| r.1).sum::<f64>() / fct_rows.len() as f64) } }),
+        workload_flows: super::workload::summarize(&r.flows, end),
         queues: queues_json,
         fairness,
     };
@@ -377,6 +364,7 @@ struct FlowRows {
     goodput_bps: Vec<f64>,
     retransmits: Vec<u64>,
     rtos: Vec<u64>,
+    syn_retries: Vec<u64>,
     ecn_reductions: Vec<u64>,
     segs_sent: Vec<u64>,
     drops: Vec<u64>,
@@ -418,6 +406,7 @@ impl FlowRows {
         self.goodput_bps.push(goodput);
         self.retransmits.push(retx);
         self.rtos.push(rtos);
+        self.syn_retries.push(f.tcp.as_ref().map_or(0, |t| t.syn_retries));
         self.ecn_reductions.push(ecn_red);
         self.segs_sent.push(sent);
         self.drops.push(f.drops);
@@ -442,6 +431,7 @@ impl FlowRows {
             .col("goodput_bps", Column::F64(self.goodput_bps))
             .col("retransmits", Column::U64(self.retransmits))
             .col("rtos", Column::U64(self.rtos))
+            .col("syn_retries", Column::U64(self.syn_retries))
             .col("ecn_reductions", Column::U64(self.ecn_reductions))
             .col("segs_sent", Column::U64(self.segs_sent))
             .col("drops", Column::U64(self.drops))

@@ -26,6 +26,7 @@ impl World {
                         retransmits: s.stats.retransmits,
                         rtos: s.stats.rtos,
                         ecn_reductions: s.stats.ecn_reductions,
+                        syn_retries: s.stats.syn_retries as u64,
                         srtt_ns: s.srtt_ns(),
                         negotiated: match s.feedback() {
                             Feedback::None => "off",
