@@ -9,6 +9,11 @@ state them:
   rises with beta_ecn from 0.5 to 0.9 (AQMs' small targets under-utilise a
   long-RTT path when the sender halves its window).
 * "Increased beta_ecn causes insignificant change in median RTT".
+* The motivation ("The Problem with using AQMs"): with loss-based TCP
+  (β = 0.5) and the AQMs' default thresholds, "Link under-utilization ...
+  when RTTs head above 60ms~80ms" (one NewReno flow at 10 Mbit/s), and
+  "Under-utilization still a problem when RTT increases" (one CUBIC flow at
+  20 Mbit/s, real-life tests).
 
 Per-packet RTT is base RTT + bottleneck queueing delay. AQMs run at their
 engine defaults (CoDel 5 ms / 100 ms; PIE per RFC 8033, 15 ms) with ECN on.
@@ -33,6 +38,19 @@ AQMS = ("codel", "pie")
 #: beta_ecn values: the seed's range, with 0.85 (draft-khademi-alternativebackoff-ecn's value for CUBIC).
 BETAS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9)
 BASE_RTT_MS = 100.0
+#: The motivation's RTT axis (ms). 60 and 80 ms are the seed's transition
+#: ("above 60ms~80ms") and are run but not judged.
+MOTIVATION_RTTS_MS = (10, 20, 40, 60, 80, 100, 160, 240)
+MOTIVATION_QUICK_RTTS_MS = (10, 40, 100, 240)
+#: (cc, link rate) of the two motivation figures.
+MOTIVATION_FLOWS = (("reno", "10Mbps"), ("cubic", "20Mbps"))
+#: "Under-utilised": more than 5 % of the link unused, the same 5 % as the
+#: "significant" gain below (docs/results/abe.md#motivation).
+FULL_UTILISATION = 0.95
+
+
+def utilisation(s: dict[str, Any]) -> float | None:
+    return queue_of(s).get("utilization")
 
 
 def median_rtt(s: dict[str, Any]) -> float | None:
@@ -47,7 +65,8 @@ class Abe(Experiment):
     description = (
         "One flow over 10 Mbit/s with 100 ms base RTT through CoDel or PIE with ECN; the sender's backoff on CE "
         "(beta_ecn) goes from 0.5 to 0.9. Quick: NewReno and CUBIC at beta_ecn 0.5 and 0.9, 60 s, one seed; full: "
-        "every beta_ecn (0.5-0.9 and 0.85), 120 s, 3 seeds."
+        "every beta_ecn (0.5-0.9 and 0.85), 120 s, 3 seeds. The motivation: one NewReno (10 Mbit/s) or CUBIC "
+        "(20 Mbit/s) flow without ECN through each AQM's defaults at base RTTs 10-240 ms (quick: 10, 40, 100, 240)."
     )
     requires_aqm = AQMS
     requires_cc = ("reno", "cubic")
@@ -69,13 +88,33 @@ class Abe(Experiment):
             "metrics": {"interval": "200ms"},
         }
 
+    def motivation_scenario(self, aqm: str, cc: str, rate: str, rtt_ms: int, quick: bool) -> dict[str, Any]:
+        # Reno's sawtooth period at 240 ms and 10 Mbit/s is about 24 s: run several.
+        return {
+            "name": f"abe-motivation-{cc}-{aqm}-rtt{rtt_ms}ms",
+            "description": f"one {cc} flow without ECN through {aqm} defaults at {rate}, {rtt_ms} ms",
+            "duration": "140s" if quick else "320s",
+            "warmup": "20s",
+            "bottleneck": {"rate": rate, "buffer": "1000pkt", "aqm": aqm},
+            "flows": [{"cc": cc, "label": cc, "rtt": f"{rtt_ms}ms", "ecn": "off"}],
+            "metrics": {"interval": "200ms"},
+        }
+
     def cases(self, quick: bool) -> list[Case]:
-        return [
+        backoff = [
             Case(f"{cc}/{aqm}/{b}", self.scenario(aqm, cc, b, quick), {"cc": cc, "aqm": aqm, "beta_ecn": b})
             for cc in self.ccs(quick)
             for aqm in AQMS
             for b in self.betas(quick)
         ]
+        motivation = [
+            Case(f"motivation/{cc}/{aqm}/{rtt}ms", self.motivation_scenario(aqm, cc, rate, rtt, quick),
+                 {"kind": "motivation", "cc": cc, "aqm": aqm, "rtt_ms": rtt})
+            for cc, rate in MOTIVATION_FLOWS
+            for aqm in AQMS
+            for rtt in (MOTIVATION_QUICK_RTTS_MS if quick else MOTIVATION_RTTS_MS)
+        ]  # fmt: skip
+        return backoff + motivation
 
     def showcase(self, quick: bool) -> list[str]:
         return ["reno/codel/0.5", "reno/codel/0.9"]
@@ -98,6 +137,28 @@ class Abe(Experiment):
         # sits at the AQM's target. "Insignificant" therefore means: no more than
         # the AQM's delay target (CoDel 5 ms, PIE 15 ms).
         targets = {"codel": 5.0, "pie": 15.0}
+        short = [r for r in MOTIVATION_RTTS_MS if r < 60]
+        long_ = [r for r in MOTIVATION_RTTS_MS if r > 80]
+        motivation_src = "seed 004, 'The Problem with using AQMs'"
+        util_why = (f"under-utilised = more than {100 * (1 - FULL_UTILISATION):.0f} % of the link unused, the "
+                    f"'significant' threshold of the gain claim ({doc}#motivation)")  # fmt: skip
+        motivation = [
+            Claim("Without ECN, one NewReno flow fills 10 Mbit/s through CoDel and PIE defaults below 60 ms RTT",
+                  "full utilisation below 60–80 ms",
+                  Tolerance(Band.at_least(FULL_UTILISATION), "qualitative", f"{motivation_src}: 'Link "
+                            f"under-utilization with AQMs' default thresholds when RTTs head above 60ms~80ms'; {util_why}"),
+                  lambda runs: runs.per_case(utilisation, kind="motivation", cc="reno", rtt_ms=short), ""),
+            Claim("Without ECN, one NewReno flow under-uses 10 Mbit/s through CoDel and PIE defaults above 80 ms RTT",
+                  "under-utilisation above 60–80 ms",
+                  Tolerance(Band.at_most(FULL_UTILISATION), "qualitative", f"{motivation_src}: 'Link "
+                            f"under-utilization with AQMs' default thresholds when RTTs head above 60ms~80ms'; {util_why}"),
+                  lambda runs: runs.per_case(utilisation, kind="motivation", cc="reno", rtt_ms=long_), ""),
+            Claim("Without ECN, one CUBIC flow at 20 Mbit/s is still under-utilised at the longest RTTs (160, 240 ms)",
+                  "under-utilisation still a problem when RTT increases",
+                  Tolerance(Band.at_most(FULL_UTILISATION), "qualitative", f"{motivation_src}, one CUBIC flow @ 20 "
+                            f"Mbps (real-life tests): 'Under-utilization still a problem when RTT increases'; {util_why}"),
+                  lambda runs: runs.per_case(utilisation, kind="motivation", cc="cubic", rtt_ms=[160, 240]), ""),
+        ]  # fmt: skip
         return [
             Claim("With ECN, goodput rises with beta_ecn (0.5 → 0.9), for each CC and AQM", "significant gain",
                   Tolerance(Band.at_least(1.05), "qualitative", f"{src}: a 'significant' gain; at least 5 % ({doc})"),
@@ -106,6 +167,7 @@ class Abe(Experiment):
                     Tolerance(Band.around(0.0, abs=t), "theory", f"{src}: 'insignificant'; at most {aqm}'s delay target "
                               f"({t:g} ms), which bounds the standing queue ({doc})"),
                     per_aqm(rtt_change, aqm), "ms") for aqm, t in targets.items()],
+            *motivation,
         ]  # fmt: skip
 
     def figures(self, runs: Runs) -> dict[str, Any]:
@@ -127,4 +189,22 @@ class Abe(Experiment):
         for a in (a1, a2):
             a.grid(alpha=0.3)
             a.legend(fontsize="small")
-        return {"abe": fig}
+        figs = {"abe": fig}
+        mot = runs.select(kind="motivation")
+        if mot:
+            fig2, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+            for cc, rate in MOTIVATION_FLOWS:
+                for aqm in AQMS:
+                    pts = sorted((c.tags["rtt_ms"], runs.mean(c.label, utilisation))
+                                 for c in runs.select(kind="motivation", cc=cc, aqm=aqm))  # fmt: skip
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{cc} @ {rate} / {aqm}")
+            ax.axhline(FULL_UTILISATION, color="k", lw=0.8, ls="--")
+            ax.axvspan(60, 80, color="0.9")
+            ax.set_xlabel("base RTT (ms)")
+            ax.set_ylabel("link utilisation")
+            ax.set_title("Loss-based TCP (β = 0.5, no ECN) through AQM defaults")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+            figs["motivation"] = fig2
+        return figs

@@ -12,6 +12,10 @@ DCTCP and 1-10 CUBIC flows. Claims, as the slides state them:
   (arXiv 2209.01078) puts the L4S queue's median below 1 ms and its 99th
   percentile below 2 ms.
 
+The backup slide's "X RTTs per drop event: for Reno X = 45 RTTs on 40Mbps
+20ms" is checked on one Reno flow through PIE with a 20 ms round trip
+(5 ms base plus PIE's 15 ms target).
+
 TCP Prague, the L4S reference congestion control that came after the seed,
 is run against CUBIC through DualPI2 on the same grid (issue 17: Prague's
 validation in this setup); its claims are the DCTCP claims carried over, not
@@ -68,6 +72,21 @@ def _l4s_soj(p: str) -> Any:
 BASE_RTT_S = 0.020
 
 
+#: Reno's X: one flow through PIE, 5 ms base RTT + PIE's 15 ms target = the slide's 20 ms.
+RENO_X_BASE_RTT_S = 0.005
+RENO_X_PAPER = 45.0
+
+
+def _rtts_per_drop(s: dict[str, Any]) -> float | None:
+    """Round trips (base RTT plus the queue's mean sojourn) per AQM drop in
+    the measurement window."""
+    q = queue_of(s)
+    drops = q["drops"]
+    rtt_s = RENO_X_BASE_RTT_S + (q.get("sojourn_ms") or {}).get("mean", 0.0) / 1e3
+    window_s = s["duration_s"] - s["warmup_s"]
+    return (window_s / rtt_s) / drops if drops else None
+
+
 def _marks_per_rtt_per_l4s_flow(s: dict[str, Any]) -> float | None:
     """L4S-queue CE marks in the measurement window, per L4S flow and per
     round trip (base RTT plus the L4S queue's mean sojourn)."""
@@ -110,13 +129,25 @@ class DualqCoexistence(Experiment):
             "metrics": {"interval": "100ms"},
         }
 
+    def reno_x_scenario(self, quick: bool) -> dict[str, Any]:
+        return {
+            "name": "dualq-reno-x-pie",
+            "description": "one Reno flow through PIE at 40 Mbit/s, 20 ms round trip: round trips per drop",
+            "duration": "130s" if quick else "250s",
+            "warmup": "10s",
+            "bottleneck": {"rate": "40Mbps", "buffer": "200ms", "aqm": "pie"},
+            "flows": [{"cc": "reno", "label": "reno", "rtt": f"{RENO_X_BASE_RTT_S * 1e3:g}ms", "ecn": "off"}],
+            "metrics": {"interval": "100ms"},
+        }
+
     def cases(self, quick: bool) -> list[Case]:
-        return [
+        grid = [
             Case(f"{aqm}/{nl}{cc[0]}{nc}c", self.scenario(aqm, nl, nc, quick, cc),
                  {"aqm": aqm, "l4s_cc": cc, "n_l4s": nl, "n_classic": nc})
             for aqm, cc in RUNS
             for nl, nc in self.combos(quick)
         ]  # fmt: skip
+        return [*grid, Case("pie/reno-x", self.reno_x_scenario(quick), {"aqm": "pie", "kind": "reno-x"})]
 
     def showcase(self, quick: bool) -> list[str]:
         return [f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS]
@@ -133,8 +164,15 @@ class DualqCoexistence(Experiment):
             for aqm, name in (("curvy_red", "Curvy RED DualQ"), ("dualpi2", "DualPI2"))
             for claim in self._dualq_claims(aqm, name, equal, equal_why)
         ]
+        reno_x = Claim(
+            "Reno at 40 Mbit/s and 20 ms: about 45 round trips between drops", "X = 45 RTTs per drop",
+            Tolerance(Band.between(33.0, 51.5), "theory", 'seed 000 backup "Classic Congestion Controller Family": '
+                      '"for Reno: X=45 RTTs on 40Mbps 20ms", from r = C/(√p·RTT): X = W/C² with W = 66.7 packets; C '
+                      "between 1.31 (random loss, Mathis et al. Table 1) and the slide's 1.22 gives 38.9–44.8, widened "
+                      f"by the ±15 % of docs/validation.md#reno-sqrt ({DOC}#reno-x)"),
+            lambda runs: runs.per_case(_rtts_per_drop, kind="reno-x"), "RTTs")  # fmt: skip
         return [*dualqs, *self._single_queue_claims(equal, equal_why, unequal, unequal_why),
-                *self._prague_claims(equal, equal_why)]  # fmt: skip
+                *self._prague_claims(equal, equal_why), reno_x]  # fmt: skip
 
     def _dualq_claims(self, aqm: str, name: str, equal: Band, equal_why: str) -> list[Claim]:
         def l4s_per_mix(p: str) -> Any:
