@@ -254,3 +254,24 @@ def test_two_dimensional_claims_are_drawn_on_their_grid() -> None:
     assert sorted(t.get_text() for t in ax.texts) == ["0.44", "1", "1", "1"]
     plt.close(fig)
     assert verdict_grid(judge("one-d", tol, [({"flows": n}, 1.0) for n in (1, 4)])) is None
+
+
+def test_a_full_run_block_lists_every_case_as_a_grid_with_failures_marked() -> None:
+    from aqmlab.reproduce.docgen import full_block
+
+    def case(nl: int, nc: int, m: float, verdict: str) -> dict:
+        return {"tags": {"aqm": "x", "n_l4s": nl, "n_classic": nc}, "measured": m, "interval95": [m - 0.1, m + 0.1],
+                "seeds": [1, 2, 3], "verdict": verdict}
+
+    cases = [case(1, 1, 1.0, "PASS"), case(1, 10, 0.4, "FAIL"), case(10, 1, 1.2, "PASS"), case(10, 10, 0.9, "PASS")]
+    other = [{"tags": {"kind": "single"}, "measured": 41.6, "interval95": None, "seeds": [1], "verdict": "PASS"}]
+    doc = {"experiment": "toy", "version": "0", "seeds": [1, 2, 3], "quick": False, "claims": [
+        {"claim": "ratio", "verdict": "FAIL", "passed": 3, "total": 4, "unit": "×", "cases": cases,
+         "worst": {"tags": cases[1]["tags"], "measured": 0.4}},
+        {"claim": "single", "verdict": "PASS", "passed": 1, "total": 1, "unit": "RTTs", "cases": other,
+         "worst": {"tags": other[0]["tags"], "measured": 41.6}}]}  # fmt: skip
+    text = full_block(doc)
+    assert text.startswith("Full run (`aqmlab reproduce toy --full`")
+    assert "| 1 | 1 [0.9, 1.1] | 0.4 [0.3, 0.5] **FAIL** |" in text
+    assert "| 10 | 1.2 [1.1, 1.3] | 0.9 [0.8, 1] |" in text
+    assert "| kind=single | 41.6 | PASS |" in text

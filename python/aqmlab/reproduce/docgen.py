@@ -10,7 +10,12 @@ GENERATED -->`` markers:
   fails when the block is stale);
 * ``quick verdicts``: each claim's quick-mode verdict, "k of n" and worst
   case, from RUN_DIR/claims.json of ``aqmlab reproduce NAME --quick`` (the
-  test suite runs quick mode and asserts it gets these verdicts).
+  test suite runs quick mode and asserts it gets these verdicts);
+* ``full run``: the same summary from a ``--full`` run, followed by every
+  claim's cases (mean over seeds, 95 % interval when the seeds differ, case
+  verdict), as a grid when the cases are flow mixes (n_l4s × n_classic).
+
+RUN_DIR's claims.json says whether it was a quick or a full run.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from aqmlab.reproduce.framework import Experiment
 
 TOLERANCES = "tolerances"
 QUICK = "quick verdicts"
+FULL = "full run"
 
 
 def _markers(kind: str) -> tuple[str, str]:
@@ -45,7 +51,9 @@ def tolerance_block(exp: Experiment) -> str:
 
 
 def quick_block(doc: dict[str, Any]) -> str:
-    rows = [f"Quick mode (`aqmlab reproduce {doc['experiment']} --quick`, aqmlab {doc.get('version', '?')}, "
+    mode = "--quick" if doc.get("quick", True) else "--full"
+    what = "Quick mode" if doc.get("quick", True) else "Full run"
+    rows = [f"{what} (`aqmlab reproduce {doc['experiment']} {mode}`, aqmlab {doc.get('version', '?')}, "
             f"seeds {doc['seeds']}):", "", "| claim | verdict | cases passed | worst case |", "|---|---|---|---|"]  # fmt: skip
     for c in doc["claims"]:
         w = c.get("worst") or {}
@@ -53,6 +61,50 @@ def quick_block(doc: dict[str, Any]) -> str:
         if w.get("measured") is not None:
             worst += f": {w['measured']:.3g} {c.get('unit', '')}".rstrip()
         rows.append(f"| {_cell(c['claim'])} | {c['verdict']} | {c['passed']} of {c['total']} | {_cell(worst) or '–'} |")
+    return "\n".join(rows) + "\n"
+
+
+def _value(case: dict[str, Any], digits: int = 3) -> str:
+    m = case.get("measured")
+    if m is None:
+        return "–"
+    iv = case.get("interval95")
+    text = f"{m:.{digits}g}"
+    if iv:
+        text += f" [{iv[0]:.{digits}g}, {iv[1]:.{digits}g}]"
+    return text + ("" if case.get("verdict") == "PASS" else f" **{case.get('verdict')}**")
+
+
+def _grid(cases: list[dict[str, Any]]) -> list[str] | None:
+    """Cases of one claim as an n_l4s (rows) × n_classic (columns) table, when
+    every case is a flow mix and the other tags are shared."""
+    if not cases or not all({"n_l4s", "n_classic"} <= set(c["tags"]) for c in cases):
+        return None
+    rest = {tuple(sorted((k, v) for k, v in c["tags"].items() if k not in ("n_l4s", "n_classic"))) for c in cases}
+    if len(rest) != 1:
+        return None
+    ls = sorted({c["tags"]["n_l4s"] for c in cases})
+    cs = sorted({c["tags"]["n_classic"] for c in cases})
+    at = {(c["tags"]["n_l4s"], c["tags"]["n_classic"]): c for c in cases}
+    out = ["| L4S \\ Classic | " + " | ".join(str(n) for n in cs) + " |", "|---" * (len(cs) + 1) + "|"]
+    for nl in ls:
+        out.append(f"| {nl} | " + " | ".join(_value(at[(nl, nc)]) if (nl, nc) in at else "" for nc in cs) + " |")
+    return out
+
+
+def full_block(doc: dict[str, Any]) -> str:
+    rows = [quick_block(doc).rstrip("\n"), "", "Every case (mean over seeds [95 % interval]; failing cases in bold):"]
+    for c in doc["claims"]:
+        rows += ["", f"**{_cell(c['claim'])}** ({c['verdict']}, {c['passed']} of {c['total']}; unit: {c.get('unit') or '–'})", ""]
+        grid = _grid(c.get("cases") or [])
+        if grid is not None:
+            rows += grid
+            continue
+        rows += ["| case | measured | verdict |", "|---|---|---|"]
+        for case in c.get("cases") or []:
+            tags = ", ".join(f"{k}={v}" for k, v in case["tags"].items())
+            rows.append(f"| {_cell(tags)} | {_value(case).replace(' **' + str(case.get('verdict')) + '**', '')} | "
+                        f"{case.get('verdict')} |")  # fmt: skip
     return "\n".join(rows) + "\n"
 
 
@@ -77,7 +129,11 @@ def refresh(path: Path, exp: Experiment, run_dir: Path | None) -> None:
     text = path.read_text() if path.exists() else f"# {exp.title}\n"
     blocks = {TOLERANCES: tolerance_block(exp)}
     if run_dir is not None:
-        blocks[QUICK] = quick_block(json.loads((run_dir / "claims.json").read_text()))
+        doc = json.loads((run_dir / "claims.json").read_text())
+        if doc.get("quick", True):
+            blocks[QUICK] = quick_block(doc)
+        else:
+            blocks[FULL] = full_block(doc)
     for kind, body in blocks.items():
         begin, end = _markers(kind)
         old = current(text, kind)
