@@ -18,7 +18,7 @@
 //!
 //! Storage, classification and scheduling are shared with DualPI2 ([`super::dualq`]).
 
-use super::dualq::{DualQueue, L4sEct, SchedulerKind, L, SUBQUEUE_NAMES};
+use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::sim::units::serde_duration;
@@ -172,12 +172,8 @@ impl CurvyRed {
 }
 
 impl Qdisc for CurvyRed {
-    fn classify(&self, pkt: &Packet) -> u8 {
-        self.dq.classify(pkt)
-    }
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        self.dq.enqueue(pkt, ctx);
-    }
+    delegate_to_dual_queue!();
+
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         loop {
             let (pkt, _, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
@@ -187,18 +183,6 @@ impl Qdisc for CurvyRed {
                 return Some(pkt);
             }
         }
-    }
-    fn len_pkts(&self) -> usize {
-        self.dq.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.dq.bytes()
-    }
-    fn subqueue_names(&self) -> &'static [&'static str] {
-        SUBQUEUE_NAMES
-    }
-    fn subqueue_len_pkts(&self, sub: usize) -> usize {
-        self.dq.subqueue_len(sub)
     }
     fn probe_names(&self) -> &'static [&'static str] {
         &["q_c_ms", "p_c", "p_cl"]

@@ -18,7 +18,7 @@
 //! Linux differ (what the PI controller measures; how the L4S native and
 //! coupled probabilities combine); every numeric default can be overridden.
 
-use super::dualq::{DualQueue, L4sEct, SchedulerKind, L, SUBQUEUE_NAMES};
+use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::sim::units::{serde_duration, serde_opt_duration};
@@ -330,12 +330,8 @@ impl DualPi2 {
 }
 
 impl Qdisc for DualPi2 {
-    fn classify(&self, pkt: &Packet) -> u8 {
-        self.dq.classify(pkt)
-    }
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        self.dq.enqueue(pkt, ctx);
-    }
+    delegate_to_dual_queue!();
+
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         loop {
             let (pkt, l_len_before, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
@@ -345,18 +341,6 @@ impl Qdisc for DualPi2 {
                 return Some(pkt);
             }
         }
-    }
-    fn len_pkts(&self) -> usize {
-        self.dq.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.dq.bytes()
-    }
-    fn subqueue_names(&self) -> &'static [&'static str] {
-        SUBQUEUE_NAMES
-    }
-    fn subqueue_len_pkts(&self, sub: usize) -> usize {
-        self.dq.subqueue_len(sub)
     }
     fn next_timer_ns(&self) -> Option<u64> {
         Some(self.vars.next_timer_ns)

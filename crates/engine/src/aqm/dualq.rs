@@ -17,6 +17,35 @@ use super::{DropReason, QdiscCtx, QueueLimit};
 use crate::packet::{Ecn, Packet};
 use serde::{Deserialize, Serialize};
 
+/// The [`Qdisc`](super::Qdisc) methods that a dual-queue AQM answers from
+/// its `dq: DualQueue` field alone (classification, enqueue, lengths and
+/// sub-queue names), written once for `curvy_red`, `dualpi2` and
+/// `vdq_csaqm`. Used inside their `impl Qdisc` blocks; each keeps its own
+/// `dequeue`, where the base AQMs differ.
+macro_rules! delegate_to_dual_queue {
+    () => {
+        fn classify(&self, pkt: &crate::packet::Packet) -> u8 {
+            self.dq.classify(pkt)
+        }
+        fn enqueue(&mut self, pkt: crate::packet::Packet, ctx: &mut super::QdiscCtx) {
+            self.dq.enqueue(pkt, ctx);
+        }
+        fn len_pkts(&self) -> usize {
+            self.dq.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.dq.bytes()
+        }
+        fn subqueue_names(&self) -> &'static [&'static str] {
+            super::dualq::SUBQUEUE_NAMES
+        }
+        fn subqueue_len_pkts(&self, sub: usize) -> usize {
+            self.dq.subqueue_len(sub)
+        }
+    };
+}
+pub(crate) use delegate_to_dual_queue;
+
 /// Sub-queue indices (order of [`SUBQUEUE_NAMES`]).
 pub const L: u8 = 0;
 pub const C: u8 = 1;

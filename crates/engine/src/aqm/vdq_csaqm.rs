@@ -37,7 +37,7 @@
 //!   storage, classification and scheduling reuse [`super::dualq`] (strict
 //!   priority is its WRR with a Classic weight of 0).
 
-use super::dualq::{DualQueue, L4sEct, SchedulerKind, L, SUBQUEUE_NAMES};
+use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::ppv::PV_MAX;
@@ -307,12 +307,8 @@ impl VdqCsaqm {
 }
 
 impl Qdisc for VdqCsaqm {
-    fn classify(&self, pkt: &Packet) -> u8 {
-        self.dq.classify(pkt)
-    }
-    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
-        self.dq.enqueue(pkt, ctx);
-    }
+    delegate_to_dual_queue!();
+
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         let now = ctx.now_ns;
         loop {
@@ -329,18 +325,6 @@ impl Qdisc for VdqCsaqm {
                 return Some(pkt);
             }
         }
-    }
-    fn len_pkts(&self) -> usize {
-        self.dq.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.dq.bytes()
-    }
-    fn subqueue_names(&self) -> &'static [&'static str] {
-        SUBQUEUE_NAMES
-    }
-    fn subqueue_len_pkts(&self, sub: usize) -> usize {
-        self.dq.subqueue_len(sub)
     }
     fn next_timer_ns(&self) -> Option<u64> {
         Some(self.next_timer_ns)
