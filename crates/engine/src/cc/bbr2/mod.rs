@@ -19,7 +19,9 @@
 //! per-ACK rate-sample check; no undo of spurious losses; PROBE_RTT does not
 //! mark samples app-limited. ECN logic is off unless `ecn = true` (as the
 //! v2alpha's `bbr_ecn_enable`) and accurate ECN was negotiated, and it only
-//! applies while min_rtt ≤ 5 ms.
+//! switches on at a round start with min_rtt ≤ `ecn_max_rtt` (5 ms; 0 = any
+//! RTT); the `ecn_eligible` probe says whether it did. Parameter-by-parameter
+//! comparison with the source: docs/algorithms/bbr2.md.
 
 use super::{AckEvent, CongestionControl, CongestionEvent, CongestionKind, Established, Phase, INITIAL_WINDOW_SEGS};
 use crate::sim::rng::{Domain, SimRng};
@@ -45,7 +47,8 @@ pub struct Bbr2Config {
     pub ecn_factor: f64,
     /// EWMA gain of the ECN alpha.
     pub ecn_alpha_gain: f64,
-    /// ECN logic applies only while min_rtt is at most this.
+    /// The ECN logic switches on only at a round start with min_rtt at most
+    /// this (`bbr_ecn_max_rtt_us` = 5000); 0 means at any RTT.
     #[serde(rename = "ecn_max_rtt", with = "crate::sim::units::serde_duration")]
     pub ecn_max_rtt_ns: u64,
     /// Fraction of inflight_hi left free while cruising.
@@ -423,7 +426,7 @@ impl CongestionControl for Bbr2 {
         Phase::Other(self.mode_name())
     }
     fn probe_names(&self) -> &'static [&'static str] {
-        &["bw_bps", "min_rtt_ms", "inflight_hi", "inflight_lo", "ecn_alpha", "pacing_gain"]
+        &["bw_bps", "min_rtt_ms", "inflight_hi", "inflight_lo", "ecn_alpha", "pacing_gain", "ecn_eligible"]
     }
     fn probe(&self, out: &mut [f64]) {
         out[0] = self.bw_bps();
@@ -432,6 +435,8 @@ impl CongestionControl for Bbr2 {
         out[3] = if self.inflight_lo == u32::MAX { f64::NAN } else { self.inflight_lo as f64 };
         out[4] = self.ecn_alpha;
         out[5] = self.pacing_gain;
+        // 1 once the ECN logic is on (ecn asked for, accurate ECN, min_rtt ≤ ecn_max_rtt).
+        out[6] = if self.ecn_eligible { 1.0 } else { 0.0 };
     }
 }
 

@@ -5,6 +5,15 @@
 use super::{Bbr2, FULL_ECN_CNT, FULL_LOSS_CNT};
 use crate::cc::RateSample;
 impl Bbr2 {
+    /// Whether the ECN logic may be switched on now: `ecn` asked for (the
+    /// v2alpha's `bbr_ecn_enable`), per-packet feedback negotiated (aqmlab's
+    /// condition: upstream leaves negotiation out of scope and assumes
+    /// DCTCP-style marks), and min_rtt ≤ `ecn_max_rtt`, where 0 means any RTT
+    /// (`bbr_ecn_max_rtt_us`: "Disabled when 0").
+    pub(super) fn ecn_rtt_ok(&self) -> bool {
+        self.cfg.ecn && self.accurate_ecn && (self.cfg.ecn_max_rtt_ns == 0 || self.min_rtt_ns <= self.cfg.ecn_max_rtt_ns)
+    }
+
     pub(super) fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
         if rs.lost_segs > 0 && rs.tx_in_flight_segs > 0 && rs.lost_segs as f64 > rs.tx_in_flight_segs as f64 * self.cfg.loss_thresh {
             return true;
@@ -38,12 +47,20 @@ impl Bbr2 {
     }
 
 
+    /// Once per round (tcp_bbr2.c `bbr2_update_ecn_alpha`): decide ECN
+    /// eligibility, then alpha = (1 − g)·alpha + g·CE/delivered over the round.
     pub(super) fn update_ecn_alpha(&mut self) {
+        // ecn_factor = 0 switches the whole ECN response off upstream,
+        // eligibility and the "too high" test included.
+        if self.cfg.ecn_factor == 0.0 {
+            return;
+        }
         let delivered = self.delivered - self.alpha_last_delivered;
         if delivered == 0 {
             return;
         }
-        if !self.ecn_eligible && self.cfg.ecn && self.accurate_ecn && self.min_rtt_ns <= self.cfg.ecn_max_rtt_ns {
+        if !self.ecn_eligible && self.ecn_rtt_ok() {
+            // Sticky, as upstream: eligibility is only ever switched on.
             self.ecn_eligible = true;
         }
         let ce_ratio = (self.delivered_ce - self.alpha_last_delivered_ce) as f64 / delivered as f64;
