@@ -166,6 +166,8 @@ pub struct Bbr2 {
     init_cwnd: u32,
     prior_cwnd: u32,
     in_loss_recovery: bool,
+    /// In the stack's RTO loss state (Linux TCP_CA_Loss), left when recovery ends.
+    in_rto_loss: bool,
     // Round trips.
     next_rtt_delivered: u64,
     round_start: bool,
@@ -256,6 +258,7 @@ impl Bbr2 {
             init_cwnd: iw,
             prior_cwnd: iw,
             in_loss_recovery: false,
+            in_rto_loss: false,
             next_rtt_delivered: 0,
             round_start: false,
             rounds_since_probe: 0,
@@ -369,6 +372,17 @@ impl CongestionControl for Bbr2 {
         self.ecn_in_round |= ev.ece;
         let bw = if rs.interval_ns > 0 { rs.delivered_segs as f64 / (rs.interval_ns as f64 * 1e-9) } else { 0.0 };
 
+        if rs.losses > 0 {
+            // tcp_bbr2.c bbr2_skb_marked_lost (the stack marks losses before
+            // cong_control): the first loss of a round restarts the loss
+            // round, so the lower bounds are cut one full round after it,
+            // with bw_latest/inflight_latest measured over the lossy round.
+            if !self.loss_in_round {
+                self.loss_round_delivered = self.delivered;
+            }
+            self.loss_in_round = true;
+            self.loss_in_cycle = true;
+        }
         self.update_congestion_signals(&rs, bw);
         self.update_ack_aggregation(&rs, now);
         self.check_loss_too_high_in_startup(&rs, ev.in_recovery);
@@ -396,8 +410,13 @@ impl CongestionControl for Bbr2 {
     }
 
     fn on_recovery_exit(&mut self, _now_ns: u64) {
-        if self.in_loss_recovery {
-            self.in_loss_recovery = false;
+        self.in_loss_recovery = false;
+        // tcp_bbr2.c bbr2_set_state: cwnd = max(cwnd, prior_cwnd) only on
+        // leaving TCP_CA_Loss (an RTO). Leaving fast recovery restores
+        // nothing: the stack's tcp_end_cwnd_reduction returns early for a
+        // cong_control module, and v2 has no packet-conservation restore.
+        if self.in_rto_loss {
+            self.in_rto_loss = false;
             self.cwnd = self.cwnd.max(self.prior_cwnd);
         }
     }
@@ -406,6 +425,7 @@ impl CongestionControl for Bbr2 {
         // tcp_bbr2.c bbr2_set_state(TCP_CA_Loss); the stack sets cwnd to 1.
         self.save_cwnd();
         self.in_loss_recovery = true;
+        self.in_rto_loss = true;
         self.full_bw = 0.0;
         if !self.is_probing_bandwidth() && self.inflight_lo == u32::MAX {
             self.inflight_lo = self.prior_cwnd;
