@@ -30,6 +30,10 @@ EXPECTED_QUICK = {
     "qcn-equilibrium": "PASS",
     "pi-equilibrium-delay": "PASS",
     "conservation": "PASS",
+    "bbr2-fill": "PASS",
+    "bbr2-queue": "PASS",
+    "bbr2-convergence": "FAIL",  # 2 of 4: a split set by one loss/ECN episode freezes (shallow FIFO, step K = 20)
+    "bbr2-ecn-step": "PASS",
     "bit-identical": "PASS",
     "dumbbell-topology": "PASS",
     "time-scaling": "PASS",
@@ -99,6 +103,17 @@ def test_laws_at_known_points():
     # CoDel: drops at t1, t1 + I, t1 + I + I/√2, ...: 3 by t1 + 1.71·I.
     assert laws.codel_drops_by(1.0 + 1.70, 1.0, 1.0) == 2 and laws.codel_drops_by(1.0 + 1.71, 1.0, 1.0) == 3
     assert laws.pftk_bps(0.001, 0.1, 0.0) == pytest.approx((1 - 0.001) * 11584 / (0.1 * math.sqrt(2 * 0.001 / 3)))
+
+
+def test_bbr2_ecn_step_bounds_from_the_v2alpha_rules():
+    from aqmlab.validation import bbr2
+
+    # 1 Gbit/s x 5 ms in 1500-byte packets; K = 20: inflight_hi between
+    # B + K and (B + K)/(1 - 0.5 * (1 - 1/1.25)) = (B + K)/0.9.
+    b = bbr2.bdp_packets(1e9, 0.005)
+    assert b == pytest.approx(416.667, rel=1e-5)
+    lo, hi = bbr2.ecn_step_inflight_hi_bounds(b, 20)
+    assert lo == pytest.approx(436.667, rel=1e-5) and hi == pytest.approx(lo / 0.9, rel=1e-12)
 
 
 def test_unknown_group_is_one_line_exit_2(capsys):

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:  # t
     v.add_argument("--quick", action="store_true", help="the decisive cases only (under 3 minutes on 2 cores)")
     v.add_argument("--out", help="output directory (default: out/validation)")
     v.add_argument("--json", action="store_true", help="print validation.json on stdout instead of the table")
-    v.add_argument("--group", action="append", metavar="NAME", help="run only this group (repeatable): laws, consistency, ns3")
+    v.add_argument("--group", action="append", metavar="NAME", help="run only this group (repeatable): laws, bbr2, consistency, ns3")
     v.set_defaults(func=cli_validation)
     return v
 

@@ -28,7 +28,7 @@ __all__ = ["GROUPS", "ROWS", "Progress", "Row", "load_groups", "row"]
 Progress = Callable[[int, str], object]
 
 #: Report order. Each name is a module of aqmlab.validation.
-GROUPS = ["laws", "consistency", "ns3"]
+GROUPS = ["laws", "bbr2", "consistency", "ns3"]
 
 DOC = "docs/validation.md"
 
@@ -128,6 +128,25 @@ CONSERVATION = row(Row(
     "conservation", "laws", "Packets are conserved at every queue of every run",
     "arrivals − departures − drops = change of the resident packets, |·| ≤ buffer",
     "|residual| / buffer (packets)", _theory(Band.at_most(1.0), "conservation")))
+
+# --- BBRv2 on its own (group "bbr2") ----------------------------------------
+
+BBR2_FILL = row(Row(
+    "bbr2-fill", "bbr2", "One BBRv2 flow fills a 1 Gbit/s link (no-ECN and L4S modes)",
+    "tcp_bbr2.c v2alpha: cruise at 0.99·bw (pacing margin 1 %), PROBE_RTT ½ rate for 0.2 s + 1 round every 5 s: ≈ 0.97",
+    "bottleneck utilisation", _theory(Band.at_least(0.95), "bbr2-fill")))
+BBR2_QUEUE = row(Row(
+    "bbr2-queue", "bbr2", "…with a small queue: one BBRv2 flow's p99 sojourn stays below a third of the RTT",
+    "tcp_bbr2.c v2alpha: only PROBE_UP exceeds the estimate (gain 1.25, ends at inflight ≥ 1.25·BDP): queue ≤ 0.25·BDP",
+    "p99 sojourn / base RTT", _theory(Band.at_most(0.3), "bbr2-queue")))
+BBR2_CONVERGENCE = row(Row(
+    "bbr2-convergence", "bbr2", "Two BBRv2 flows converge to equal shares when loss or ECN bounds inflight",
+    "identical flows: no persistent split; v2alpha's inflight_hi headroom and bw_lo/inflight_lo cuts equalise",
+    "Jain's index", _theory(Band.at_least(0.95), "bbr2-convergence")))
+BBR2_ECN_STEP = row(Row(
+    "bbr2-ecn-step", "bbr2", "BBRv2's inflight_hi at a step-marked queue is where a rate sample's CE fraction reaches ecn_thresh",
+    "tcp_bbr2.c v2alpha (ecn_thresh ½, inflight_hi = tx_in_flight): B + K ≤ inflight_hi ≤ (B + K)/(1 − ½(1 − 1/1.25))",
+    "median inflight_hi / (B + K)", _theory(Band.between(0.97, 1.14), "bbr2-ecn-step")))
 
 # --- self-consistency (group "consistency") ----------------------------------
 

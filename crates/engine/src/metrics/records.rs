@@ -83,6 +83,9 @@ pub struct TcpRecord {
     pub srtt_ns: u64,
     /// ECN feedback the handshake settled on: "off", "classic" or "accurate".
     pub negotiated: &'static str,
+    /// The controller's probes at the end of the run (name, value), e.g.
+    /// BBRv2's `ecn_eligible`; empty for controllers without probes.
+    pub cc_state: Vec<(&'static str, f64)>,
 }
 
 /// One reported queue.

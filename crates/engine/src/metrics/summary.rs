@@ -178,6 +178,7 @@ pub fn build(r: RunRecords) -> Results {
         let active = to.saturating_sub(from);
         let measured = f.delivered_at_end - f.delivered_at_warmup;
         let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated) = (0, 0, 0, 0, None, "n/a");
+        let mut cc_state = None;
         if let Some(tcp) = &f.tcp {
             retx = tcp.retransmits;
             rtos = tcp.rtos;
@@ -186,6 +187,9 @@ pub fn build(r: RunRecords) -> Results {
             // A receiver may run ahead of real time; a completion after the end did not happen.
             fct = f.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
             negotiated = tcp.negotiated;
+            if !tcp.cc_state.is_empty() {
+                cc_state = Some(tcp.cc_state.iter().copied().collect::<std::collections::BTreeMap<_, _>>());
+            }
         }
         let sent = f.sent;
         let goodput = match (info.size_bytes, fct) {
@@ -226,6 +230,7 @@ pub fn build(r: RunRecords) -> Results {
                 marks: f.marks,
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
+                cc_state,
             });
         }
         t.push(i, f, ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
@@ -330,6 +335,9 @@ struct FlowSummary {
     marks: u64,
     srtt_ms: f64,
     fct_s: Option<f64>,
+    /// The controller's probes at the end of the run (absent without probes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cc_state: Option<std::collections::BTreeMap<&'static str, f64>>,
 }
 
 fn ser_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {

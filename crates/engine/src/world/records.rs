@@ -3,6 +3,7 @@
 
 use super::{Sink, Source, World};
 use crate::aqm::Qdisc;
+use crate::cc::CongestionControl;
 use crate::metrics::records::{FlowRecord, PerfRecord, QueueRecord, RunRecords, TcpRecord};
 use crate::transport::Feedback;
 
@@ -32,6 +33,12 @@ impl World {
                             Feedback::None => "off",
                             Feedback::Classic => "classic",
                             Feedback::Accurate => "accurate",
+                        },
+                        cc_state: {
+                            let names = s.cc.probe_names();
+                            let mut vals = vec![0.0; names.len()];
+                            s.cc.probe(&mut vals);
+                            names.iter().copied().zip(vals).collect()
                         },
                     }),
                     _ => None,
