@@ -156,6 +156,10 @@ impl Scenario {
         if self.metrics.interval_ns == 0 {
             return Err("metrics.interval: must be positive".into());
         }
+        let gi = self.metrics.goodput_interval_ns;
+        if gi > 0 && (gi % self.metrics.interval_ns != 0 || !self.metrics.timeseries) {
+            return Err("metrics.goodput_interval: must be a multiple of metrics.interval, with metrics.timeseries on".into());
+        }
         let mtu = self.tcp.mtu_bytes;
         let mut bottleneck_delay = 0;
         match (&mut self.bottleneck, &mut self.topology) {
