@@ -235,16 +235,16 @@ pub fn red_p_b(avg: f64, min_th: f64, max_th: f64, max_p: f64, gentle: bool) -> 
 /// `thresh_` / `maxthresh_` is kept as given).
 pub fn ared_thresholds(c: &AredConfig, ptc: f64) -> Result<(f64, f64), String> {
     if !(c.min_th_floor.is_finite() && c.min_th_floor >= 0.0) {
-        return Err("min_th_floor: must be a non-negative number of packets".into());
+        return Err(format!("min_th_floor: {} is not allowed: a non-negative number of packets", c.min_th_floor));
     }
     let min_th = match c.min_th {
         Some(m) if m.is_finite() && m >= 0.0 => m,
-        Some(_) => return Err("min_th: must be a non-negative number of packets".into()),
+        Some(m) => return Err(format!("min_th: {m} is not allowed: a non-negative number of packets")),
         None => (c.target_delay_ns as f64 * 1e-9 * ptc / 2.0).max(c.min_th_floor),
     };
     let max_th = c.max_th.unwrap_or(3.0 * min_th);
     if !(max_th.is_finite() && max_th > min_th) {
-        return Err(format!("max_th: must be greater than min_th ({min_th} packets)"));
+        return Err(format!("max_th: {max_th} is not allowed: must be greater than min_th ({min_th} packets)"));
     }
     Ok((min_th, max_th))
 }

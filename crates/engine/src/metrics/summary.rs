@@ -486,3 +486,27 @@ impl FlowRows {
             .col("from_workload", Column::U64(self.workload))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn goodput_intervals_difference_the_summed_cumulative_bytes() {
+        // Two flows sampled every second; flow 1 starts at 2 s. From warm-up
+        // (1 s) in 2 s intervals: [1, 3] and [3, 5] (5..6 s is not whole).
+        let mut s = FlowSeries::default();
+        for t in 0..=6u64 {
+            s.push(t * S, 0, t * 1_000, 0, 0, 0, 0, 0, 0);
+            if t >= 2 {
+                s.push(t * S, 1, (t - 2) * 500, 0, 0, 0, 0, 0, 0);
+            }
+        }
+        let got = goodput_intervals(&s, S, 6 * S, 2 * S);
+        // flow 0: 2000 B per interval; flow 1: 500 B then 1000 B. bit/s over 2 s.
+        assert_eq!(got, vec![(2_000.0 + 500.0) * 8.0 / 2.0, (2_000.0 + 1_000.0) * 8.0 / 2.0]);
+        assert!(goodput_intervals(&s, S, 2 * S, 2 * S).is_empty());
+    }
+}

@@ -158,7 +158,12 @@ impl Scenario {
         }
         let gi = self.metrics.goodput_interval_ns;
         if gi > 0 && (gi % self.metrics.interval_ns != 0 || !self.metrics.timeseries) {
-            return Err("metrics.goodput_interval: must be a multiple of metrics.interval, with metrics.timeseries on".into());
+            let fmt = crate::sim::units::format_duration_ns;
+            return Err(format!(
+                "metrics.goodput_interval: {} is not allowed here: allowed are 0s (off) or a whole multiple of metrics.interval ({}), with metrics.timeseries on",
+                fmt(gi),
+                fmt(self.metrics.interval_ns)
+            ));
         }
         let mtu = self.tcp.mtu_bytes;
         let mut bottleneck_delay = 0;
