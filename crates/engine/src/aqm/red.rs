@@ -95,6 +95,9 @@ pub struct AredConfig {
     /// 10 Mbit/s with 1500 B packets); 0 = the pure mapping (as a Linux
     /// user who converts the target to byte thresholds gets).
     pub min_th_floor: f64,
+    /// EWMA weight; None = FGS01 §5's 1 - exp(-1/C). Linux `tc red` derives
+    /// it from `burst` instead (often far larger at low rates).
+    pub w_q: Option<f64>,
     /// Period of the max_p adaptation.
     #[serde(rename = "interval", with = "serde_duration")]
     pub interval_ns: u64,
@@ -125,6 +128,8 @@ impl Default for AredConfig {
             max_th: None,
             // 5 packets: the ARED paper's lower bound on min_th, ns-2/ns-3 default.
             min_th_floor: 5.0,
+            // None: automatic, 1 - exp(-1/C).
+            w_q: None,
             // 500 ms: ARED paper, Linux adaptive timer (HZ/2), ns-3 Interval.
             interval_ns: 500_000_000,
             // 0.01 / 0.9: ARED paper (alpha = min(0.01, max_p/4), beta = 0.9).
@@ -359,12 +364,15 @@ impl Red {
             return Err("ared needs a positive link rate".into());
         }
         let (min_th, max_th) = ared_thresholds(c, ptc)?;
+        if let Some(w) = c.w_q {
+            check_prob("w_q", w)?;
+        }
         let p = RedParams {
             min_th,
             max_th,
             // FGS01 §5 (ns-2 q_weight = 0): w_q = 1 - exp(-1/C), a time constant
             // of one second's worth of packets at the link rate.
-            w_q: 1.0 - libm::exp(-1.0 / ptc),
+            w_q: c.w_q.unwrap_or(1.0 - libm::exp(-1.0 / ptc)),
             gentle: c.gentle,
             wait: c.wait,
             ecn: c.ecn,

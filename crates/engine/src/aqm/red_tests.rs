@@ -244,8 +244,8 @@ fn ared_explicit_thresholds_override_the_target() {
     // ns-2: a non-zero thresh_/maxthresh_ is kept; maxthresh_ = 0 gives 3*thresh_.
     let p = ared_with(AredConfig { min_th: Some(20.0), max_th: Some(50.0), ..target(5) }, 10_000_000);
     assert_eq!((p.min_th, p.max_th), (20.0, 50.0));
-    let p = ared_with(AredConfig { min_th: Some(8.0), ..target(5) }, 10_000_000);
-    assert_eq!((p.min_th, p.max_th), (8.0, 24.0));
+    let p = ared_with(AredConfig { min_th: Some(8.0), w_q: Some(0.25), ..target(5) }, 10_000_000);
+    assert_eq!((p.min_th, p.max_th, p.w_q), (8.0, 24.0, 0.25));
     let e = Red::new(AredConfig { min_th: Some(8.0), max_th: Some(8.0), ..target(5) }, &env(10_000_000, 10)).unwrap_err();
     assert!(e.starts_with("max_th:"), "{e}");
     let e = Red::new(AredConfig { min_th_floor: -1.0, ..target(5) }, &env(10_000_000, 10)).unwrap_err();
