@@ -170,14 +170,18 @@ class AqmKids(Experiment):
         "as a second row) or Adaptive RED (target mapped to min_th/max_th as Floyd et al. 2001; sensitivity rows with "
         "their 5-packet floor and with Linux tc's EWMA weight) at equal target delays 5, 10, 20, 30 ms; a single flow and light/moderate/heavy load (4, 16, 64 "
         "flows) at 100 and 500 ms base RTT (60 s and 300 s runs, as the seed); ECN off vs on at 5 ms with 4, 16, 32, 64 "
-        "flows. Quick: targets 5 and 30 ms, 1/4/64 flows, both RTTs, ECN at 4 and 64 flows, one seed; full: every case, "
-        "seeds 1-10 (the seed's 10 runs)."
+        "flows. Quick: targets 5 and 30 ms, 1/4/64 flows, both RTTs, ECN at 4 and 64 flows; full: every case; both at the "
+        "seed's run lengths with seeds 1-10 (the seed's 10 runs)."
     )
     requires_aqm = ("codel", "pie", "ared")
     requires_cc = ("reno",)
 
     def seeds(self, quick: bool) -> list[int]:
-        return [1] if quick else list(range(1, 11))
+        """The seed's 10 runs, in quick mode too: medians of ACK-clocked
+        queues move in whole packet times (1.2 ms here), so fewer seeds gave
+        quick verdicts that disagreed with the full run on the same cases
+        (1 or 3 seeds: 2 of 15 cases); the runs are cheap (seconds each)."""
+        return list(range(1, 11))
 
     def grid(self, quick: bool) -> list[tuple[int, int, int, bool]]:
         """(target ms, flows, base RTT ms, ECN). Quick keeps the extremes of
@@ -221,7 +225,7 @@ class AqmKids(Experiment):
 
     def quick_skips(self) -> list[str]:
         head = super().quick_skips()
-        return [*head, "targets 10 and 20 ms, moderate load (16 flows) and ECN at 16 and 32 flows; seeds 2-10"]
+        return [*head, "targets 10 and 20 ms, moderate load (16 flows), and ECN at 16 and 32 flows"]
 
     def showcase(self, quick: bool) -> list[str]:
         return [f"{aqm}/5ms/64/100ms/ecn-off" for aqm in SEED_AQMS]
