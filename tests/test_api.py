@@ -195,3 +195,24 @@ def test_importing_plots_leaves_the_callers_matplotlib_backend_alone() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "svg"
+
+
+def test_goodput_intervals_add_up_to_the_goodput_and_follow_the_flow_series() -> None:
+    """metrics.goodput_interval: whole intervals from the end of warm-up; with
+    flows active all the window, their mean is the flows' summed goodput, and
+    each one is the flow table's delivered bytes differenced (the same time
+    series the plots use)."""
+    r = aqmlab.run({"duration": "12s", "warmup": "2s", "bottleneck": {"rate": "10Mbps", "aqm": "codel"},
+                    "flows": [{"cc": "reno", "count": 2, "rtt": "40ms"}],
+                    "metrics": {"interval": "500ms", "goodput_interval": "5s"}})  # fmt: skip
+    gi = r.summary["goodput_intervals"]
+    assert gi["interval_s"] == 5.0 and len(gi["total_bps"]) == 2
+    total = sum(f["goodput_bps"] for f in r.summary["flows"])
+    assert sum(gi["total_bps"]) / 2 == pytest.approx(total, rel=1e-9)
+    ts = r.timeseries
+
+    def at(t_s: int) -> int:
+        return int(ts[ts["t_ns"] == t_s * 1_000_000_000]["delivered_bytes"].sum())
+
+    assert gi["total_bps"][1] == pytest.approx((at(12) - at(7)) * 8 / 5, rel=1e-9)
+    assert "goodput_intervals" not in aqmlab.run(tiny()).summary

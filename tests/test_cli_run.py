@@ -89,7 +89,7 @@ def check_sane(s: dict[str, Any]) -> None:
             assert 0 < q["utilization"] <= 1, q
         soj = q["sojourn_ms"]
         if soj:
-            assert soj["p50"] <= soj["p90"] <= soj["p99"] <= soj["max"] + 1e-9
+            assert soj["p10"] <= soj["p50"] <= soj["p90"] <= soj["p99"] <= soj["max"] + 1e-9
         assert 0 <= q["drop_rate"] <= 1 and 0 <= q["mark_rate"] <= 1
     for f in s["flows"]:
         if f["goodput_bps"] is not None:

@@ -49,6 +49,10 @@ CASES = [
     ("fractional-packets", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1.5pkt"'),
      "bottleneck.buffer: '1.5pkt' is not a whole number of packets", "never rounds"),
     ("fractional-bps", ('rate = "10Mbps"', 'rate = "0.5bps"'), "bottleneck.rate: '0.5bps' is not a whole number of bit/s", ""),
+    ("ared-max-th-not-above-min-th", ('aqm = "fifo"', 'aqm = "ared"\nparams = { min_th = 8, max_th = 4 }'),
+     "bottleneck.params.max_th: 4 is not allowed: must be greater than min_th (8 packets)", ""),
+    ("goodput-interval-not-a-multiple", ('rtt = "20ms"', 'rtt = "20ms"\n\n[metrics]\ninterval = "500ms"\ngoodput_interval = "1250ms"'),
+     "metrics.goodput_interval: 1250ms is not allowed here", "multiple of metrics.interval (500ms)"),
     ("undocumented-packet-unit", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1000p"'), "bottleneck.buffer: '1000p' is not a buffer size", ""),
 ]  # fmt: skip
 

@@ -228,6 +228,11 @@ class Experiment:
         """Experiment-level figures (name -> matplotlib Figure)."""
         return {}
 
+    def tables(self, runs: Runs) -> dict[str, str]:
+        """Experiment-level tables (name -> markdown), written to tables/NAME.md
+        and shown in the report (figures for the docs; never judged)."""
+        return {}
+
 
 def missing_requirements(exp: Experiment) -> list[str]:
     """AQMs/CCs the experiment needs that this engine does not have."""
@@ -389,6 +394,9 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
         finally:
             plt.close(fig)
+    tables = exp.tables(res.runs)
+    for name, md in tables.items():
+        atomic_write_text(out / "tables" / f"{name}.md", md)
     case_links = []
     for label, r in showcased.items():
         d = out / "cases" / _slug(label)
@@ -424,6 +432,8 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
     if figs:
         parts.append("<h2>Figures</h2>")
         parts += [image(png, name) for name, png in figs.items()]
+    for name, md in tables.items():
+        parts.append(f"<h2>Table: {html.escape(name)}</h2><pre>{html.escape(md)}</pre>")
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))

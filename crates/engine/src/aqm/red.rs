@@ -82,9 +82,22 @@ impl Default for RedConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct AredConfig {
-    /// Target queueing delay that sets the automatic thresholds.
+    /// Target queueing delay that sets the automatic thresholds (FGS01 §5:
+    /// target queue = target_delay * C = (min_th + max_th)/2 with max_th = 3 min_th).
     #[serde(rename = "target_delay", with = "serde_duration")]
     pub target_delay_ns: u64,
+    /// Explicit min_th in packets; None = automatic, max(min_th_floor, target_delay*C/2).
+    pub min_th: Option<f64>,
+    /// Explicit max_th in packets; None = 3 * min_th (FGS01 §5, ns-2 `th_max_pkts`).
+    pub max_th: Option<f64>,
+    /// Lower bound of the automatic min_th in packets (FGS01 §5 / ns-2: 5).
+    /// It makes target_delay ineffective below 2*min_th_floor/C (12 ms at
+    /// 10 Mbit/s with 1500 B packets); 0 = the pure mapping (as a Linux
+    /// user who converts the target to byte thresholds gets).
+    pub min_th_floor: f64,
+    /// EWMA weight; None = FGS01 §5's 1 - exp(-1/C). Linux `tc red` derives
+    /// it from `burst` instead (often far larger at low rates).
+    pub w_q: Option<f64>,
     /// Period of the max_p adaptation.
     #[serde(rename = "interval", with = "serde_duration")]
     pub interval_ns: u64,
@@ -110,6 +123,13 @@ impl Default for AredConfig {
         AredConfig {
             // 5 ms: ARED paper and ns-3 TargetDelay.
             target_delay_ns: 5_000_000,
+            // None: the automatic thresholds of the ARED paper (see ared_thresholds).
+            min_th: None,
+            max_th: None,
+            // 5 packets: the ARED paper's lower bound on min_th, ns-2/ns-3 default.
+            min_th_floor: 5.0,
+            // None: automatic, 1 - exp(-1/C).
+            w_q: None,
             // 500 ms: ARED paper, Linux adaptive timer (HZ/2), ns-3 Interval.
             interval_ns: 500_000_000,
             // 0.01 / 0.9: ARED paper (alpha = min(0.01, max_p/4), beta = 0.9).
@@ -207,6 +227,31 @@ pub fn red_p_b(avg: f64, min_th: f64, max_th: f64, max_p: f64, gentle: bool) -> 
     } else {
         1.0
     }
+}
+
+/// ARED's thresholds in packets for a link of `ptc` packets per second.
+///
+/// Floyd, Gummadi, Shenker 2001 ("Adaptive RED"), §5 on setting the
+/// remaining parameters (the automatic mode ns-2 implements): the target
+/// average queue is target_delay * C and sits mid-way between the
+/// thresholds, (min_th + max_th)/2, with max_th = 3 * min_th, so
+/// min_th = target_delay * C / 2, but never below 5 packets (`min_th_floor`).
+/// Explicit `min_th` / `max_th` override either half (ns-2: a non-zero
+/// `thresh_` / `maxthresh_` is kept as given).
+pub fn ared_thresholds(c: &AredConfig, ptc: f64) -> Result<(f64, f64), String> {
+    if !(c.min_th_floor.is_finite() && c.min_th_floor >= 0.0) {
+        return Err(format!("min_th_floor: {} is not allowed: a non-negative number of packets", c.min_th_floor));
+    }
+    let min_th = match c.min_th {
+        Some(m) if m.is_finite() && m >= 0.0 => m,
+        Some(m) => return Err(format!("min_th: {m} is not allowed: a non-negative number of packets")),
+        None => (c.target_delay_ns as f64 * 1e-9 * ptc / 2.0).max(c.min_th_floor),
+    };
+    let max_th = c.max_th.unwrap_or(3.0 * min_th);
+    if !(max_th.is_finite() && max_th > min_th) {
+        return Err(format!("max_th: {max_th} is not allowed: must be greater than min_th ({min_th} packets)"));
+    }
+    Ok((min_th, max_th))
 }
 
 /// RED's actual probability given `count` arrivals since the last drop:
@@ -318,13 +363,16 @@ impl Red {
         if ptc <= 0.0 {
             return Err("ared needs a positive link rate".into());
         }
-        // ARED paper / ns-3 InitializeParams: min_th = max(5, target*C/2),
-        // max_th = 3*min_th, w_q = 1 - exp(-1/C), C in packets per second.
-        let min_th = (c.target_delay_ns as f64 * 1e-9 * ptc / 2.0).max(5.0);
+        let (min_th, max_th) = ared_thresholds(c, ptc)?;
+        if let Some(w) = c.w_q {
+            check_prob("w_q", w)?;
+        }
         let p = RedParams {
             min_th,
-            max_th: 3.0 * min_th,
-            w_q: 1.0 - libm::exp(-1.0 / ptc),
+            max_th,
+            // FGS01 §5 (ns-2 q_weight = 0): w_q = 1 - exp(-1/C), a time constant
+            // of one second's worth of packets at the link rate.
+            w_q: c.w_q.unwrap_or(1.0 - libm::exp(-1.0 / ptc)),
             gentle: c.gentle,
             wait: c.wait,
             ecn: c.ecn,

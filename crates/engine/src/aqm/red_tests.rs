@@ -198,6 +198,76 @@ fn ared_thresholds_and_weight_follow_link_rate() {
     assert_eq!((p.min_th, p.max_th), (5.0, 15.0));
 }
 
+fn ared_with(cfg: AredConfig, rate_bps: u64) -> RedParams {
+    Red::new(cfg, &env(rate_bps, 1_000)).unwrap().params
+}
+
+fn target(ms: u64) -> AredConfig {
+    AredConfig { target_delay_ns: ms * MS, ..AredConfig::default() }
+}
+
+#[test]
+fn ared_target_is_the_middle_of_the_thresholds_above_the_floor() {
+    // Floyd, Gummadi, Shenker 2001, §5: target queue = target_delay * C =
+    // (min_th + max_th)/2 with max_th = 3 min_th. 100 Mb/s, 1500 B: C = 8333.3 pkt/s.
+    for ms in [5, 10, 20, 30] {
+        let p = ared_with(target(ms), 100_000_000);
+        let c = 1e8 / 12_000.0;
+        assert_close((p.min_th + p.max_th) / 2.0, ms as f64 * 1e-3 * c, 1e-9);
+        assert_close(p.max_th, 3.0 * p.min_th, 1e-12);
+    }
+}
+
+#[test]
+fn ared_target_has_no_effect_below_the_floor_at_10_mbps() {
+    // §5's 5-packet floor on min_th: at 10 Mb/s (C = 833.3 pkt/s) target*C/2
+    // reaches 5 packets only at 12 ms, so 5 and 10 ms give the same queue.
+    let c = 1e7 / 12_000.0;
+    let floor_ms = 2.0 * 5.0 / c * 1e3;
+    assert_close(floor_ms, 12.0, 1e-9);
+    assert_eq!((ared_with(target(5), 10_000_000).min_th, ared_with(target(10), 10_000_000).max_th), (5.0, 15.0));
+    let p = ared_with(target(20), 10_000_000);
+    assert_close(p.min_th, 0.020 * c / 2.0, 1e-9);
+}
+
+#[test]
+fn ared_without_the_floor_maps_every_target() {
+    // min_th_floor = 0: the §5 mapping alone, as a Linux user converting a
+    // target delay to byte thresholds gets (5 ms at 10 Mb/s: 2.08 / 6.25 pkts).
+    let p = ared_with(AredConfig { min_th_floor: 0.0, ..target(5) }, 10_000_000);
+    assert_close(p.min_th, 0.005 * 1e7 / 12_000.0 / 2.0, 1e-12);
+    assert_close(p.max_th, 3.0 * p.min_th, 1e-12);
+}
+
+#[test]
+fn ared_explicit_thresholds_override_the_target() {
+    // ns-2: a non-zero thresh_/maxthresh_ is kept; maxthresh_ = 0 gives 3*thresh_.
+    let p = ared_with(AredConfig { min_th: Some(20.0), max_th: Some(50.0), ..target(5) }, 10_000_000);
+    assert_eq!((p.min_th, p.max_th), (20.0, 50.0));
+    let p = ared_with(AredConfig { min_th: Some(8.0), w_q: Some(0.25), ..target(5) }, 10_000_000);
+    assert_eq!((p.min_th, p.max_th, p.w_q), (8.0, 24.0, 0.25));
+    let e = Red::new(AredConfig { min_th: Some(8.0), max_th: Some(8.0), ..target(5) }, &env(10_000_000, 10)).unwrap_err();
+    assert!(e.starts_with("max_th:"), "{e}");
+    let e = Red::new(AredConfig { min_th_floor: -1.0, ..target(5) }, &env(10_000_000, 10)).unwrap_err();
+    assert!(e.starts_with("min_th_floor:"), "{e}");
+}
+
+#[test]
+fn ared_adapts_max_p_around_explicit_thresholds() {
+    // §4's band [min_th + 0.4(max_th - min_th), min_th + 0.6(max_th - min_th)]
+    // follows the thresholds given: 20..50 -> band 32..38.
+    let mut h = Harness::new(Red::new(AredConfig { min_th: Some(20.0), max_th: Some(50.0), ..target(5) }, &env(10_000_000, 1_000)).unwrap());
+    h.enqueue(0, data(1, Ecn::NotEct));
+    h.enqueue(0, data(1, Ecn::NotEct));
+    h.q.vars.avg = 39.0;
+    h.q.vars.max_p = 0.02;
+    assert_close(max_p_after_ticks(&mut h, 1)[0], 0.025, 1e-15);
+    h.q.vars.avg = 35.0;
+    assert_close(max_p_after_ticks(&mut h, 1)[0], 0.025, 1e-15);
+    h.q.vars.avg = 31.0;
+    assert_close(max_p_after_ticks(&mut h, 1)[0], 0.0225, 1e-15);
+}
+
 /// 10 Mb/s ARED (band 9..11 packets) with two packets queued (not idle) and avg forced.
 fn ared_at(avg: f64, max_p: f64) -> Harness<Red> {
     let mut h = ared(10_000_000);

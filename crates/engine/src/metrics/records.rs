@@ -24,6 +24,8 @@ pub struct RunRecords {
     pub flow_series: FlowSeries,
     pub queue_series: QueueSeries,
     pub probes: ProbeSeries,
+    /// `metrics.goodput_interval` (0: no `goodput_intervals` in the summary).
+    pub goodput_interval_ns: u64,
 }
 
 /// The run's cost (the benchmark's figures).

@@ -284,10 +284,20 @@ pub struct MetricsConfig {
     pub sojourn_histograms: bool,
     /// Record the sojourn of every N-th dequeued packet as a raw sample (0: off).
     pub sojourn_samples_every: u32,
+    /// Total goodput per interval of this length in the summary (`goodput_intervals`;
+    /// 0: off). A multiple of `interval`; needs the time series.
+    #[serde(rename = "goodput_interval", with = "serde_duration")]
+    pub goodput_interval_ns: u64,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        MetricsConfig { interval_ns: default_interval(), timeseries: true, sojourn_histograms: true, sojourn_samples_every: 0 }
+        MetricsConfig {
+            interval_ns: default_interval(),
+            timeseries: true,
+            sojourn_histograms: true,
+            sojourn_samples_every: 0,
+            goodput_interval_ns: 0,
+        }
     }
 }

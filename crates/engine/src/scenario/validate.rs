@@ -156,6 +156,15 @@ impl Scenario {
         if self.metrics.interval_ns == 0 {
             return Err("metrics.interval: must be positive".into());
         }
+        let gi = self.metrics.goodput_interval_ns;
+        if gi > 0 && (gi % self.metrics.interval_ns != 0 || !self.metrics.timeseries) {
+            let fmt = crate::sim::units::format_duration_ns;
+            return Err(format!(
+                "metrics.goodput_interval: {} is not allowed here: allowed are 0s (off) or a whole multiple of metrics.interval ({}), with metrics.timeseries on",
+                fmt(gi),
+                fmt(self.metrics.interval_ns)
+            ));
+        }
         let mtu = self.tcp.mtu_bytes;
         let mut bottleneck_delay = 0;
         match (&mut self.bottleneck, &mut self.topology) {

@@ -96,6 +96,7 @@ impl World {
             flow_series: std::mem::take(&mut self.flow_ts),
             queue_series: std::mem::take(&mut self.queue_ts),
             probes: std::mem::take(&mut self.probes),
+            goodput_interval_ns: self.scenario.metrics.goodput_interval_ns,
         }
     }
 }
