@@ -228,6 +228,11 @@ class Experiment:
         """Experiment-level figures (name -> matplotlib Figure)."""
         return {}
 
+    def tables(self, runs: Runs) -> dict[str, str]:
+        """The figures' numbers as Markdown tables (name -> text), written to
+        ``tables/<name>.md`` and shown in the report."""
+        return {}
+
 
 def missing_requirements(exp: Experiment) -> list[str]:
     """AQMs/CCs the experiment needs that this engine does not have."""
@@ -389,6 +394,9 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
         finally:
             plt.close(fig)
+    tables = {name: md for name, md in exp.tables(res.runs).items() if md}
+    for name, md in tables.items():
+        atomic_write_text(out / "tables" / f"{name}.md", md)
     case_links = []
     for label, r in showcased.items():
         d = out / "cases" / _slug(label)
@@ -424,6 +432,10 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
     if figs:
         parts.append("<h2>Figures</h2>")
         parts += [image(png, name) for name, png in figs.items()]
+    if tables:
+        parts.append("<h2>Tables (the figures' numbers)</h2>")
+        parts += [f"<details><summary>{html.escape(name)}</summary><pre>{html.escape(md)}</pre></details>"
+                  for name, md in tables.items()]  # fmt: skip
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
