@@ -68,7 +68,8 @@ def _short_jain(r: Any, t0: float, t1: float, width: float = SHORT_FAIR_S) -> fl
     if ts.empty:
         return math.nan
     win = ((ts["t_s"] - t0 - 1e-9) // width).astype(int)
-    per = ts.groupby([win, "flow"])["delivered_bytes"].sum().unstack(fill_value=0)
+    # goodput_bps is per sampling interval (delivered_bytes is cumulative).
+    per = ts.groupby([win, "flow"])["goodput_bps"].mean().unstack(fill_value=0)
     vals = []
     for _, row in per.iterrows():
         x = row.to_numpy(dtype=float)
