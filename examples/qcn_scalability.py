@@ -14,8 +14,9 @@ Fast Recovery (no TR change since the last CNM) vs increasing.
 
 Starting rates: the seed gives "Starting rate of each source = 100/N G";
 aqmlab models that as each source's line (maximum) rate, where its limiter
-starts on the first CNM (the RP has no separate initial rate). The
-function `scenario()` is what a reproduction should import.
+starts on the first CNM (the RP has no separate initial rate). The grid
+points are the qcn-hotspot reproduction's (`aqmlab reproduce qcn-hotspot`
+judges them per (N, RTT)); this script varies what the reproduction fixes.
 """
 
 from __future__ import annotations
@@ -27,29 +28,23 @@ import numpy as np
 
 import aqmlab
 from aqmlab import Bottleneck, FlowGroup, Scenario
+from aqmlab.reproduce.qcn import grid_scenario
 
 PKT_BITS = 1500 * 8
 
 
 def scenario(n: int, rtt_us: float, *, w: float = 2.0, fb_range_w: float | None = None, efr: bool = False,
              fbhat: bool = True, duration: str = "3s", warmup: str = "1s", seed: int = 1) -> Scenario:
-    """The seed's scalability case for N sources at one RTT."""
-    cp: dict = {"q_eq": "22pkt", "w": w}
+    """The seed's scalability case for N sources at one RTT: the qcn-hotspot
+    reproduction's own grid point (`aqmlab.reproduce.qcn.grid_scenario`), with
+    this script's variations on top."""
+    d = grid_scenario(n, rtt_us, w)
     if fb_range_w is not None:
-        cp["fb_range_w"] = fb_range_w
-    start_bps = 100e9 / n
-    return Scenario(
-        name=f"qcn-scal-n{n}-rtt{rtt_us:g}us",
-        duration=duration,
-        warmup=warmup,
-        seed=seed,
-        bottleneck=Bottleneck(rate="10Gbps", buffer="100pkt", aqm="qcn", params=cp),
-        flows=[FlowGroup(cc="qcn", count=n, rtt=f"{rtt_us:g}us", rate=f"{start_bps:.0f}bps", packet_size="1500B",
-                         start_jitter="10us",
-                         params={"r_ai": "25Mbps", "halve_ai_cycles": False, "fbhat": fbhat,
-                                 "extra_fast_recovery": efr})],
-        metrics={"interval": "1ms"},
-    )
+        d["bottleneck"]["params"]["fb_range_w"] = fb_range_w
+    d["flows"][0]["params"].update({"fbhat": fbhat, "extra_fast_recovery": efr})
+    d.update(duration=duration, warmup=warmup, seed=seed)
+    d["metrics"] = {"interval": "1ms"}
+    return Scenario.from_dict(d)
 
 
 def hotspot(*, efr: bool = False, fbhat: bool = True, seed: int = 1, drop_bps: str = "500Mbps") -> Scenario:

@@ -229,8 +229,8 @@ class Experiment:
         return {}
 
     def tables(self, runs: Runs) -> dict[str, str]:
-        """Experiment-level tables (name -> markdown), written to tables/NAME.md
-        and shown in the report (figures for the docs; never judged)."""
+        """The figures' numbers as Markdown tables (name -> text), written to
+        ``tables/<name>.md`` and shown in the report."""
         return {}
 
 
@@ -394,7 +394,7 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
         finally:
             plt.close(fig)
-    tables = exp.tables(res.runs)
+    tables = {name: md for name, md in exp.tables(res.runs).items() if md}
     for name, md in tables.items():
         atomic_write_text(out / "tables" / f"{name}.md", md)
     case_links = []
@@ -432,8 +432,10 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
     if figs:
         parts.append("<h2>Figures</h2>")
         parts += [image(png, name) for name, png in figs.items()]
-    for name, md in tables.items():
-        parts.append(f"<h2>Table: {html.escape(name)}</h2><pre>{html.escape(md)}</pre>")
+    if tables:
+        parts.append("<h2>Tables (the figures' numbers)</h2>")
+        parts += [f"<details><summary>{html.escape(name)}</summary><pre>{html.escape(md)}</pre></details>"
+                  for name, md in tables.items()]  # fmt: skip
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))

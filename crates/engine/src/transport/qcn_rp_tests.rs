@@ -338,3 +338,49 @@ fn a_low_rate_source_recovers_through_its_timer() {
     let at = released_at.expect("released within 1 s");
     assert!((120..400).contains(&at), "released after {at} ms"); // 188 ms when written
 }
+
+/// The `stage` probe value (the last of `probe_names`).
+fn stage_probe(s: &QcnSource) -> f64 {
+    let mut out = [0.0; 4];
+    s.probe(&mut out);
+    assert_eq!(s.probe_names()[3], "stage");
+    out[3]
+}
+
+#[test]
+fn the_stage_probe_follows_released_fast_recovery_active_and_hyper_active_increase() {
+    // Seed 003's "QCN: Distribution of flows in FR, AI" counts sources per stage;
+    // the reproduction reads it from this probe. Allerton 2008 §II: a CNM puts
+    // the RP in Fast Recovery; past 5 cycles of one counter it is in Active
+    // Increase, past 5 of both in Hyper-Active Increase; a new CNM restarts
+    // Fast Recovery; reaching line rate releases the limiter.
+    let mut s = QcnSource::new(0, 1500, Ecn::NotEct, 0, None, rp(100 * G, exact()));
+    assert_eq!(stage_probe(&s), 0.0); // no CNM yet: released
+    for _ in 0..4 {
+        s.on_cnm(0, &cnm(63));
+    }
+    assert_eq!(stage_probe(&s), 1.0);
+    for _ in 0..5 {
+        bc_cycle(&mut s.rp);
+    }
+    assert_eq!(stage_probe(&s), 1.0); // five completed cycles: still Fast Recovery
+    bc_cycle(&mut s.rp);
+    assert_eq!(stage_probe(&s), 2.0); // byte counter at 6: Active Increase
+    for _ in 0..6 {
+        let t = s.rp.timer_deadline_ns().unwrap();
+        s.rp.on_timer(t);
+    }
+    assert_eq!(stage_probe(&s), 3.0); // both counters at 6: Hyper-Active Increase
+    s.on_cnm(100 * MS, &cnm(1));
+    assert_eq!(stage_probe(&s), 1.0); // a CNM restarts Fast Recovery
+    // Small cuts from a line rate just above CR: Fast Recovery alone releases it.
+    let mut s = QcnSource::new(0, 1500, Ecn::NotEct, 0, None, rp(G, exact()));
+    s.on_cnm(0, &cnm(1));
+    let mut cycles = 0;
+    while stage_probe(&s) != 0.0 {
+        bc_cycle(&mut s.rp);
+        cycles += 1;
+        assert!(cycles < 20, "never released");
+    }
+    assert_eq!(s.rp.rate_bps(), G);
+}
