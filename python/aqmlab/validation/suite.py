@@ -184,7 +184,7 @@ NS3_LINUXRENO_ARED = row(Row(
     f"{_NS3_REF}: TcpLinuxReno, ARED (target 5 ms), 4 and 64 flows", _NS3_FIG,
     _theory(Band.between(-1.0, 1.0), "ns3-linuxreno-ared")))
 NS3_NEWRENO = row(Row(
-    "ns3-newreno", "ns3", "aqmlab Reno against ns-3 NewReno (per-ACK growth) on the same dumbbell",
+    "ns3-newreno", "ns3", "aqmlab Reno (per-ACK growth) against ns-3 NewReno on the same dumbbell",
     f"{_NS3_REF}: TcpNewReno, CoDel, PIE old/rfc, ARED, ECN off/on, 4, 16 and 64 flows", _NS3_FIG,
     _theory(Band.between(-1.0, 1.0), "ns3-newreno")))
 

@@ -10,6 +10,11 @@
 //!   ssthresh = FlightSize·β_ecn, with β_ecn = 0.8 recommended for Reno;
 //!   loss keeps β = 0.5.
 //!
+//! - RFC 5681 §3.1 per-ACK growth, as an option (`ack_counting = "per_ack"`):
+//!   slow start adds min(N, SMSS) per ACK and congestion avoidance
+//!   SMSS·SMSS/cwnd per ACK (eq. 3), so delayed ACKs halve the growth; ns-3's
+//!   `TcpNewReno` grows this way, Linux counts acked segments (the default).
+//!
 //! Loss recovery itself (RFC 6675 SACK recovery, RFC 6582 recovery point)
 //! lives in the TCP sender; this file only decides window sizes.
 
@@ -32,6 +37,18 @@ pub struct RenoConfig {
     pub initial_window: u32,
     /// HyStart++ slow start (RFC 9406).
     pub hystart: bool,
+    /// What one unit of growth counts: acked segments (RFC 3465, Linux) or ACKs (RFC 5681 §3.1, ns-3 NewReno).
+    pub ack_counting: AckCounting,
+}
+
+/// How window growth counts acknowledgements.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AckCounting {
+    /// Every newly acked segment counts (RFC 3465 with L unbounded; Linux `tcp_cong_avoid_ai`).
+    Segments,
+    /// Every ACK counts once, however many segments it acknowledges (RFC 5681 §3.1; ns-3 `TcpNewReno`).
+    PerAck,
 }
 
 impl Default for RenoConfig {
@@ -46,6 +63,8 @@ impl Default for RenoConfig {
             initial_window: INITIAL_WINDOW_SEGS,
             // Off, as Linux tcp_reno and RFC 5681 slow start.
             hystart: false,
+            // Linux.
+            ack_counting: AckCounting::Segments,
         }
     }
 }
@@ -99,7 +118,10 @@ impl CongestionControl for Reno {
         if !ev.may_grow() {
             return;
         }
-        let mut acked = ev.acked_segs;
+        let mut acked = match self.cfg.ack_counting {
+            AckCounting::Segments => ev.acked_segs,
+            AckCounting::PerAck => 1,
+        };
         if self.cwnd < self.ssthresh {
             if let Some(h) = &mut self.hystart {
                 let g = h.on_ack(ev, acked);
@@ -172,6 +194,21 @@ mod tests {
             r.on_ack(&ack(2));
         }
         assert_eq!(r.cwnd(), 11);
+    }
+
+    #[test]
+    fn per_ack_counting_halves_growth_under_delayed_acks() {
+        // RFC 5681 §3.1: +1 segment per ACK in slow start, +1/cwnd per ACK after.
+        let mut r = Reno::new(RenoConfig { ack_counting: AckCounting::PerAck, ..Default::default() }).unwrap();
+        for _ in 0..5 {
+            r.on_ack(&ack(2)); // one round of 10 segments, an ACK per 2
+        }
+        assert_eq!(r.cwnd(), 15, "slow start: 5 ACKs, 5 segments");
+        r.on_congestion(&congestion(CongestionKind::Loss, 20));
+        for _ in 0..10 {
+            r.on_ack(&ack(2)); // two rounds at cwnd 10
+        }
+        assert_eq!(r.cwnd(), 11, "congestion avoidance: one segment per cwnd ACKs, i.e. per two rounds");
     }
 
     #[test]
