@@ -8,6 +8,7 @@
 // These imports are the prelude of the world's submodules (`use super::*`).
 use crate::aqm::{FlowQueueCounters, Qdisc};
 use crate::cc::{self, CongestionControl};
+use crate::metrics::histogram::Histogram;
 use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
@@ -75,6 +76,8 @@ pub struct World {
     flow_ts: FlowSeries,
     queue_ts: QueueSeries,
     probes: ProbeSeries,
+    /// Every TCP RTT sample after warm-up (`metrics.rtt_histogram`), boxed: 43 KB.
+    rtt_hist: Option<Box<Histogram>>,
     wall_s: f64,
 }
 

@@ -26,6 +26,8 @@ pub struct RunRecords {
     pub probes: ProbeSeries,
     /// `metrics.goodput_interval` (0: no `goodput_intervals` in the summary).
     pub goodput_interval_ns: u64,
+    /// `metrics.rtt_histogram`: every TCP RTT sample after warm-up.
+    pub rtt_hist: Option<Box<super::histogram::Histogram>>,
 }
 
 /// The run's cost (the benchmark's figures).

@@ -56,15 +56,20 @@ fn add(a: &mut SubqueueCounters, b: &SubqueueCounters) {
     }
 }
 
-fn queue_stats(c: &SubqueueCounters, h: Option<&Histogram>) -> Value {
+/// Mean, percentiles and maximum of a histogram of nanoseconds, in ms (null when empty).
+fn ms_stats(h: Option<&Histogram>) -> Value {
     let ms = |ns: f64| ns / 1e6;
-    let sojourn = match h {
+    match h {
         Some(h) if h.count() > 0 => json!({
             "mean": ms(h.mean()), "p10": ms(h.quantile(0.1)), "p50": ms(h.quantile(0.5)), "p90": ms(h.quantile(0.9)),
             "p99": ms(h.quantile(0.99)), "max": ms(h.max() as f64), "samples": h.count(),
         }),
         _ => Value::Null,
-    };
+    }
+}
+
+fn queue_stats(c: &SubqueueCounters, h: Option<&Histogram>) -> Value {
+    let sojourn = ms_stats(h);
     let mut drops_by = Map::new();
     let mut marks_by = Map::new();
     for (k, n) in DROP_REASONS.iter().enumerate() {
@@ -307,6 +312,7 @@ pub fn build(r: RunRecords) -> Results {
             json!({ "interval_s": ns_to_secs(r.goodput_interval_ns),
                     "total_bps": goodput_intervals(&r.flow_series, warm, end, r.goodput_interval_ns) })
         }),
+        rtt_ms: r.rtt_hist.as_ref().map(|h| ms_stats(Some(h))),
     };
     let summary_json = serde_json::to_string(&doc).expect("summary serialises");
 
@@ -389,6 +395,8 @@ struct SummaryDoc {
     fairness: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     goodput_intervals: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rtt_ms: Option<Value>,
 }
 
 #[derive(Default)]

@@ -284,6 +284,9 @@ pub struct MetricsConfig {
     pub sojourn_histograms: bool,
     /// Record the sojourn of every N-th dequeued packet as a raw sample (0: off).
     pub sojourn_samples_every: u32,
+    /// A histogram of every TCP RTT sample (one per ACK that advances the
+    /// window, RFC 7323) after warm-up, all flows together: `rtt_ms` in the summary.
+    pub rtt_histogram: bool,
     /// Total goodput per interval of this length in the summary (`goodput_intervals`;
     /// 0: off). A multiple of `interval`; needs the time series.
     #[serde(rename = "goodput_interval", with = "serde_duration")]
@@ -297,6 +300,7 @@ impl Default for MetricsConfig {
             timeseries: true,
             sojourn_histograms: true,
             sojourn_samples_every: 0,
+            rtt_histogram: false,
             goodput_interval_ns: 0,
         }
     }

@@ -75,6 +75,8 @@ pub struct TcpSender {
     start_ns: u64,
     stop_ns: Option<u64>,
     rwnd_segs: u32,
+    /// The last RTT sample, until the world reads it (`take_rtt_sample`).
+    unread_rtt_sample_ns: Option<u64>,
     // Loss recovery.
     in_recovery: bool,
     in_rto_recovery: bool,
@@ -123,6 +125,7 @@ impl TcpSender {
             start_ns: spec.start_ns,
             stop_ns: spec.stop_ns,
             rwnd_segs: cfg.rwnd_bytes.map_or(u32::MAX, |b| (b / mss as u64).clamp(1, u32::MAX as u64) as u32),
+            unread_rtt_sample_ns: None,
             in_recovery: false,
             in_rto_recovery: false,
             recovery_point: 0,
@@ -147,6 +150,13 @@ impl TcpSender {
     pub fn state(&self) -> SenderState {
         self.state
     }
+    /// The RTT sample of the last ACK, if it gave one and nobody read it yet
+    /// (for `metrics.rtt_histogram`).
+    #[inline]
+    pub fn take_rtt_sample(&mut self) -> Option<u64> {
+        self.unread_rtt_sample_ns.take()
+    }
+
     pub fn srtt_ns(&self) -> u64 {
         self.rtt.srtt_ns()
     }
@@ -344,6 +354,7 @@ impl TcpSender {
                 let r = now_ns.saturating_sub(ack.ts_ns);
                 self.rtt.on_sample(r);
                 rtt_sample = Some(r);
+                self.unread_rtt_sample_ns = Some(r);
             }
             self.backoff = 0;
             self.rto_deadline_ns = (self.sb.outstanding() > 0).then(|| now_ns + self.rtt.rto_ns());

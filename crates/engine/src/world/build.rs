@@ -44,6 +44,7 @@ impl World {
             flow_ts: FlowSeries::default(),
             queue_ts: QueueSeries::default(),
             probes: ProbeSeries::default(),
+            rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
         // Exact room for the long-lived flows: growing by doubling would hold

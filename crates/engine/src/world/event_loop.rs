@@ -270,7 +270,14 @@ impl World {
         let base = self.scratch.len();
         let flow = &mut self.flows[f];
         match &mut flow.source {
-            Source::Tcp(s) => s.on_packet(local, pkt, &mut self.scratch),
+            Source::Tcp(s) => {
+                s.on_packet(local, pkt, &mut self.scratch);
+                if let Some(h) = self.rtt_hist.as_deref_mut() {
+                    if let Some(r) = s.take_rtt_sample().filter(|_| self.now_ns >= self.warmup_ns) {
+                        h.record(r);
+                    }
+                }
+            }
             Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, pkt),
             _ => {}
         }

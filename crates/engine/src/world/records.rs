@@ -97,6 +97,7 @@ impl World {
             queue_series: std::mem::take(&mut self.queue_ts),
             probes: std::mem::take(&mut self.probes),
             goodput_interval_ns: self.scenario.metrics.goodput_interval_ns,
+            rtt_hist: self.rtt_hist.take(),
         }
     }
 }
