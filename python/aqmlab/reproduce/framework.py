@@ -65,6 +65,9 @@ class Case:
     label: str
     scenario: dict[str, Any]
     tags: dict[str, Any] = field(default_factory=dict)
+    #: (name, start_s, end_s) time windows (e.g. traffic phases) whose
+    #: statistics each run adds to its summary as ``windows`` (aqmlab.windows).
+    windows: tuple[tuple[str, float, float], ...] = ()
 
 
 class Runs:
@@ -293,7 +296,7 @@ def reproduce(
     for c in cases:
         for seed in seeds:
             try:
-                p = make_point(c.scenario, {}, seed)
+                p = make_point(c.scenario, {}, seed, c.windows)
             except ScenarioError as e:
                 raise ExperimentUnavailable(f"{exp.name}: case {c.label}: {e}") from None
             owner[len(points)] = c.label
@@ -310,6 +313,10 @@ def reproduce(
         if on_case is not None:
             on_case(label)
         r = run_one(case.scenario, seed=seeds[0])
+        if case.windows:
+            from aqmlab.windows import result_window_stats
+
+            r.summary["windows"] = result_window_stats(r, case.windows)
         showcased[label] = r
         key = next(p.key for i, p in enumerate(points) if owner[i] == label and p.seed == seeds[0])
         showcase_keys.add(key)
