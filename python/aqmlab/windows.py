@@ -87,17 +87,23 @@ def window_stats(tables: Mapping[str, Mapping[str, Any]], summary: Mapping[str, 
         by_flow[int(fid)] = (f_t_s[a:b], f_b_s[a:b])
 
     qts = tables["queue_ts"]
-    q_t = np.asarray(qts["t_ns"], dtype=np.int64)
     q_name, q_sub = list(qts["queue"]), list(qts["subqueue"])
     keys = sorted({(q, s) for q, s in zip(q_name, q_sub, strict=True)})
     q_rows = {k: np.array([i for i, kk in enumerate(zip(q_name, q_sub, strict=True)) if kk == k], dtype=np.int64)
               for k in keys}  # fmt: skip
+    q_cols = {k: {n: np.asarray(qts[n])[rows] for n in ("t_ns", "arrived_pkts", "departed_pkts", "dropped_pkts",
+                                                        "marked_pkts")} for k, rows in q_rows.items()}  # fmt: skip
     counters = ("arrived_pkts", "departed_pkts", "dropped_pkts", "marked_pkts")
 
     ss = tables.get("sojourn_samples") or {}
-    s_t = np.asarray(ss.get("t_ns", []), dtype=np.int64)
-    s_q, s_s = list(ss.get("queue", [])), list(ss.get("subqueue", []))
-    s_v = np.asarray(ss.get("sojourn_ns", []), dtype=np.float64)
+    s_t_all = np.asarray(ss.get("t_ns", []), dtype=np.int64)
+    s_v_all = np.asarray(ss.get("sojourn_ns", []), dtype=np.float64)
+    s_key = list(zip(ss.get("queue", []), ss.get("subqueue", []), strict=True))
+    samples = {}  # (queue, subqueue) -> (dequeue times, sorted; sojourns)
+    for k in keys:
+        idx = np.array([i for i, kk in enumerate(s_key) if kk == k], dtype=np.int64)
+        o = np.argsort(s_t_all[idx], kind="stable")
+        samples[k] = (s_t_all[idx][o], s_v_all[idx][o])
 
     out = []
     for name, t0_s, t1_s in windows:
@@ -116,12 +122,10 @@ def window_stats(tables: Mapping[str, Mapping[str, Any]], summary: Mapping[str, 
                           "goodput_bps": got})  # fmt: skip
         queues: dict[str, Any] = {}
         for q, s in keys:
-            rows = q_rows[(q, s)]
-            t = q_t[rows]
-            c = {n: _at(t, np.asarray(qts[n])[rows], t1) - _at(t, np.asarray(qts[n])[rows], t0) for n in counters}
-            mask = (s_t >= t0) & (s_t < t1) & np.array([a == q and b == s for a, b in zip(s_q, s_s, strict=True)],
-                                                        dtype=bool)  # fmt: skip
-            v = s_v[mask] / 1e6 if len(s_v) else np.zeros(0)
+            qc = q_cols[(q, s)]
+            c = {n: _at(qc["t_ns"], qc[n], t1) - _at(qc["t_ns"], qc[n], t0) for n in counters}
+            st, sv = samples[(q, s)]
+            v = sv[np.searchsorted(st, t0, side="left") : np.searchsorted(st, t1, side="left")] / 1e6
             sojourn = None if len(v) == 0 else {"p50": _percentile(v, 50), "p99": _percentile(v, 99),
                                                 "mean": float(v.mean()), "samples": int(len(v))}  # fmt: skip
             queues.setdefault(q, {"subqueues": {}})["subqueues"][s] = {

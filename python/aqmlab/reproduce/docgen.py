@@ -2,7 +2,7 @@
 
     python -m aqmlab.reproduce.docgen NAME [RUN_DIR]
 
-Two blocks, each between ``<!-- BEGIN GENERATED: ... -->`` and ``<!-- END
+Blocks, each between ``<!-- BEGIN GENERATED: ... -->`` and ``<!-- END
 GENERATED -->`` markers:
 
 * ``tolerances``: every claim's band, basis and source, from the code (so a
@@ -10,7 +10,9 @@ GENERATED -->`` markers:
   fails when the block is stale);
 * ``quick verdicts``: each claim's quick-mode verdict, "k of n" and worst
   case, from RUN_DIR/claims.json of ``aqmlab reproduce NAME --quick`` (the
-  test suite runs quick mode and asserts it gets these verdicts).
+  test suite runs quick mode and asserts it gets these verdicts);
+* ``quick tables``: RUN_DIR/tables.md (the experiment's tables), when the
+  experiment writes one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from aqmlab.reproduce.framework import Experiment
 
 TOLERANCES = "tolerances"
 QUICK = "quick verdicts"
+TABLES = "quick tables"
 
 
 def _markers(kind: str) -> tuple[str, str]:
@@ -78,6 +81,8 @@ def refresh(path: Path, exp: Experiment, run_dir: Path | None) -> None:
     blocks = {TOLERANCES: tolerance_block(exp)}
     if run_dir is not None:
         blocks[QUICK] = quick_block(json.loads((run_dir / "claims.json").read_text()))
+        if (run_dir / "tables.md").exists():  # the experiment's tables (Experiment.tables), if it has any
+            blocks[TABLES] = (run_dir / "tables.md").read_text()
     for kind, body in blocks.items():
         begin, end = _markers(kind)
         old = current(text, kind)

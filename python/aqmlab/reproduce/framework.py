@@ -231,6 +231,12 @@ class Experiment:
         """Experiment-level figures (name -> matplotlib Figure)."""
         return {}
 
+    def tables(self, runs: Runs) -> dict[str, str]:
+        """Experiment-level tables (title -> Markdown table), e.g. the numbers
+        behind each figure; written to tables.md and shown in the report
+        (docgen copies them into the docs' ``tables`` block)."""
+        return {}
+
 
 def missing_requirements(exp: Experiment) -> list[str]:
     """AQMs/CCs the experiment needs that this engine does not have."""
@@ -396,6 +402,10 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
         finally:
             plt.close(fig)
+    tables = exp.tables(res.runs)
+    if tables:
+        md = "".join(f"**{title}**\n\n{body}\n" for title, body in tables.items())
+        atomic_write_text(out / "tables.md", md)
     case_links = []
     for label, r in showcased.items():
         d = out / "cases" / _slug(label)
@@ -428,6 +438,9 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             finally:
                 plt.close(grid)
         parts.append("</details>")
+    if tables:
+        parts.append("<h2>Tables</h2>")
+        parts += [f"<h3>{html.escape(title)}</h3><pre>{html.escape(body)}</pre>" for title, body in tables.items()]
     if figs:
         parts.append("<h2>Figures</h2>")
         parts += [image(png, name) for name, png in figs.items()]
