@@ -32,14 +32,15 @@ def _timeseries(ax: Any, r: Any, exp: Any, phases: list[str], l4s: str) -> None:
             ax.plot(grid[live] - step / 2, g[live], color=color, lw=0.4, alpha=0.35)
             for x, v in zip(grid[live], g[live], strict=True):
                 means.setdefault(float(x), []).append(float(v))
-        xs = sorted(means)
-        ax.plot([x - step / 2 for x in xs], [sum(means[x]) / len(means[x]) for x in xs], color=color, lw=1.6,
-                label=f"{label} (mean per flow)")  # fmt: skip
+        full = np.arange(step, ts["t_s"].max() + 1e-9, step)  # a gap (no flow of the class) breaks the line
+        mean = [sum(means[float(x)]) / len(means[float(x)]) if float(x) in means else np.nan for x in full]
+        ax.plot(full - step / 2, mean, color=color, lw=1.6, label=f"{label} (mean per flow)")
     for i, name in enumerate(phases):
         ax.axvline(i * exp.phase_s, color="k", lw=0.6, ls=":")
         ax.text((i + 0.5) * exp.phase_s, 1.01, name, transform=ax.get_xaxis_transform(), ha="center", fontsize=7)
         ax.axvspan(i * exp.phase_s, i * exp.phase_s + exp.settle_s, color="0.9", lw=0)
     ax.set_yscale("log")
+    ax.set_ylim(1, 2000)
     ax.set_xlabel("time (s); grey: settle time, not judged")
     ax.set_ylabel("goodput per flow (Mbit/s)")
 
@@ -47,6 +48,7 @@ def _timeseries(ax: Any, r: Any, exp: Any, phases: list[str], l4s: str) -> None:
 def figures(exp: Any, runs: Runs) -> dict[str, Any]:
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib import ticker
 
     from aqmlab.reproduce.vdq_csaqm import (
         AQMS,
@@ -71,7 +73,7 @@ def figures(exp: Any, runs: Runs) -> dict[str, Any]:
         for ax, (label, r) in zip(axes[:, 0], shown, strict=True):
             aqm, cc, _ = label.split("/")
             _timeseries(ax, r, exp, names, cc)
-            ax.set_title(f"{aqm}: {cc} vs CUBIC, 1 Gbit/s, 5 ms (#L4S-side - #Classic per phase)", fontsize=9)
+            ax.set_title(f"{aqm}: {cc} vs CUBIC, 1 Gbit/s, 5 ms (#L4S-side - #Classic per phase)", fontsize=9, pad=12)
             ax.legend(fontsize=7, loc="lower left")
         out["vdq-csaqm-timeseries"] = fig
     x = np.arange(len(PHASES))
@@ -99,6 +101,8 @@ def figures(exp: Any, runs: Runs) -> dict[str, Any]:
             a1.axhspan(3 / 7, 7 / 3, color="0.9", lw=0, label="7:3 .. 3:7")
             a1.axhline(1, color="k", lw=0.6)
             a1.set_yscale("log")
+            a1.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            a1.yaxis.set_minor_formatter(ticker.NullFormatter())
             a1.set_ylabel(f"{cc}\nper-flow ratio L4S-side:CUBIC")
             a2.set_ylabel("L4S-side share of goodput")
             a2.set_ylim(0, 1)
