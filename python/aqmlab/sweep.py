@@ -316,6 +316,11 @@ def _simulate(normalized_json: str, windows: Sequence[tuple[str, float, float]] 
     return ("ok", summary)
 
 
+def _args(p: Point) -> tuple[Any, ...]:
+    """``_simulate``'s arguments for a point (the windows only when it has any)."""
+    return (json.dumps(p.normalized), p.windows) if p.windows else (json.dumps(p.normalized),)
+
+
 def _ignore_sigint() -> None:
     import signal
 
@@ -389,7 +394,7 @@ def run_points(
         _run_dask(todo, n_jobs, scheduler, finish, outcome_of)
     elif n_jobs == 1 or len(todo) <= 1:
         for p in todo:
-            finish(outcome_of(p, _simulate(json.dumps(p.normalized), p.windows)))
+            finish(outcome_of(p, _simulate(*_args(p))))
     else:
         _run_pool(todo, n_jobs, finish, outcome_of)
     # Every input point, in input order (duplicates share one run).
@@ -412,7 +417,7 @@ def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None],
 
     ex = get_reusable_executor(max_workers=min(n_jobs, len(todo)), initializer=_ignore_sigint, reuse=True)
     try:
-        pending = {ex.submit(_simulate, json.dumps(p.normalized), p.windows): p for p in todo}
+        pending = {ex.submit(_simulate, *_args(p)): p for p in todo}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
@@ -447,7 +452,7 @@ def _run_dask(
     try:
         futures = {}
         for p in todo:
-            fut = client.submit(_simulate, json.dumps(p.normalized), p.windows, key=f"aqmlab-{p.key}", pure=False)
+            fut = client.submit(_simulate, *_args(p), key=f"aqmlab-{p.key}", pure=False)
             futures[fut] = p
         for fut in as_completed(list(futures)):
             p = futures[fut]
