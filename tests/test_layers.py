@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("aqmlab.scenario",),  # scenario files, validation through the engine, atomic writes
     ("aqmlab.resources",),  # the resource guard
     ("aqmlab.results",),  # one run's results
-    ("aqmlab.plots", "aqmlab.report"),  # figures and HTML of one run
+    ("aqmlab.plots", "aqmlab.report", "aqmlab.windows"),  # figures, HTML and per-window statistics of one run
     ("aqmlab.compare", "aqmlab.sweep_report"),  # views over several runs
     ("aqmlab.sweep",),  # grids, cache, process pools, statistics
     ("aqmlab.bench", "aqmlab.reproduce", "aqmlab.validation"),  # library commands

@@ -122,6 +122,9 @@ class Point:
     seed: int
     normalized: dict[str, Any] = field(repr=False)
     key: str = ""
+    #: Time windows whose statistics the run adds to its summary as
+    #: ``windows`` (aqmlab.windows); part of the key.
+    windows: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def label(self) -> str:
@@ -133,16 +136,21 @@ def _show(v: Any) -> str:
     return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
 
 
-def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | None = None) -> Point:
+def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | None = None,
+               windows: Sequence[tuple[str, float, float]] = ()) -> Point:  # fmt: skip
     """Apply ``params`` (path -> value) and ``seed`` to a copy of ``base``,
-    validate with the engine and hash. Raises ScenarioError."""
+    validate with the engine and hash. ``windows``: (name, start_s, end_s)
+    whose statistics the run adds to its summary (aqmlab.windows). Raises
+    ScenarioError."""
     tree = json.loads(json.dumps(base))
     for path, value in params.items():
         set_path(tree, path, value)
     if seed is not None:
         tree["seed"] = seed
     normalized = json.loads(_engine.validate(json.dumps(tree)))
-    return Point(dict(params), int(normalized["seed"]), normalized, content_hash(normalized))
+    win = tuple((str(n), float(a), float(b)) for n, a, b in windows)
+    key = content_hash(normalized) if not win else content_hash({"scenario": normalized, "windows": [list(w) for w in win]})
+    return Point(dict(params), int(normalized["seed"]), normalized, key, win)
 
 
 # ---------------------------------------------------------------------------
@@ -303,15 +311,27 @@ class Cache:
 # Running points.
 
 
-def _simulate(normalized_json: str) -> tuple[str, Any]:
-    """Run one scenario (in a worker). ('ok', summary) or ('failed', message)."""
-    from aqmlab.results import build_summary
+def _simulate(normalized_json: str, windows: Sequence[tuple[str, float, float]] = ()) -> tuple[str, Any]:
+    """Run one scenario (in a worker). ('ok', summary) or ('failed', message).
+    With ``windows``, the summary gets their statistics as ``windows``."""
+    from aqmlab.results import _engine_columns, build_summary
 
     try:
         raw = _engine.run(normalized_json)
     except (RuntimeError, ValueError) as e:
         return ("failed", f"{type(e).__name__}: {e}")
-    return ("ok", build_summary(json.loads(raw["summary"]), json.loads(normalized_json)))
+    summary = build_summary(json.loads(raw["summary"]), json.loads(normalized_json))
+    if windows:
+        from aqmlab.windows import window_stats
+
+        tables = {n: _engine_columns(c) for n, c in raw["tables"].items()}
+        summary["windows"] = window_stats(tables, summary, windows)
+    return ("ok", summary)
+
+
+def _args(p: Point) -> tuple[Any, ...]:
+    """``_simulate``'s arguments for a point (the windows only when it has any)."""
+    return (json.dumps(p.normalized), p.windows) if p.windows else (json.dumps(p.normalized),)
 
 
 def _ignore_sigint() -> None:
@@ -387,7 +407,7 @@ def run_points(
         _run_dask(todo, n_jobs, scheduler, finish, outcome_of)
     elif n_jobs == 1 or len(todo) <= 1:
         for p in todo:
-            finish(outcome_of(p, _simulate(json.dumps(p.normalized))))
+            finish(outcome_of(p, _simulate(*_args(p))))
     else:
         _run_pool(todo, n_jobs, finish, outcome_of)
     # Every input point, in input order (duplicates share one run).
@@ -410,7 +430,7 @@ def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None],
 
     ex = get_reusable_executor(max_workers=min(n_jobs, len(todo)), initializer=_ignore_sigint, reuse=True)
     try:
-        pending = {ex.submit(_simulate, json.dumps(p.normalized)): p for p in todo}
+        pending = {ex.submit(_simulate, *_args(p)): p for p in todo}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in finished:
@@ -445,7 +465,7 @@ def _run_dask(
     try:
         futures = {}
         for p in todo:
-            fut = client.submit(_simulate, json.dumps(p.normalized), key=f"aqmlab-{p.key}", pure=False)
+            fut = client.submit(_simulate, *_args(p), key=f"aqmlab-{p.key}", pure=False)
             futures[fut] = p
         for fut in as_completed(list(futures)):
             p = futures[fut]

@@ -2,7 +2,7 @@
 
     python -m aqmlab.reproduce.docgen NAME [RUN_DIR]
 
-Two blocks, each between ``<!-- BEGIN GENERATED: ... -->`` and ``<!-- END
+Blocks, each between ``<!-- BEGIN GENERATED: ... -->`` and ``<!-- END
 GENERATED -->`` markers:
 
 * ``tolerances``: every claim's band, basis and source, from the code (so a
@@ -13,7 +13,9 @@ GENERATED -->`` markers:
   test suite runs quick mode and asserts it gets these verdicts);
 * ``full run``: the same summary from a ``--full`` run, followed by every
   claim's cases (mean over seeds, 95 % interval when the seeds differ, case
-  verdict), as a grid when the cases are flow mixes (n_l4s × n_classic).
+  verdict), as a grid when the cases are flow mixes (n_l4s × n_classic);
+* ``quick tables``: RUN_DIR/tables.md of a quick run (the experiment's
+  tables), only in a page that already has this block.
 
 RUN_DIR's claims.json says whether it was a quick or a full run.
 """
@@ -30,6 +32,7 @@ from aqmlab.reproduce.framework import Experiment
 TOLERANCES = "tolerances"
 QUICK = "quick verdicts"
 FULL = "full run"
+TABLES = "quick tables"
 
 
 def _markers(kind: str) -> tuple[str, str]:
@@ -132,6 +135,9 @@ def refresh(path: Path, exp: Experiment, run_dir: Path | None) -> None:
         doc = json.loads((run_dir / "claims.json").read_text())
         if doc.get("quick", True):
             blocks[QUICK] = quick_block(doc)
+            # The experiment's tables, where the page asked for them (a TABLES block).
+            if (run_dir / "tables.md").exists() and current(text, TABLES) is not None:
+                blocks[TABLES] = (run_dir / "tables.md").read_text()
         else:
             blocks[FULL] = full_block(doc)
     for kind, body in blocks.items():

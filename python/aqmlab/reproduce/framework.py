@@ -65,6 +65,9 @@ class Case:
     label: str
     scenario: dict[str, Any]
     tags: dict[str, Any] = field(default_factory=dict)
+    #: (name, start_s, end_s) time windows (e.g. traffic phases) whose
+    #: statistics each run adds to its summary as ``windows`` (aqmlab.windows).
+    windows: tuple[tuple[str, float, float], ...] = ()
 
 
 class Runs:
@@ -229,8 +232,10 @@ class Experiment:
         return {}
 
     def tables(self, runs: Runs) -> dict[str, str]:
-        """The figures' numbers as Markdown tables (name -> text), written to
-        ``tables/<name>.md`` and shown in the report."""
+        """Experiment-level tables (name or title -> Markdown table), e.g. the
+        numbers behind each figure; written to ``tables/<name>.md`` and, all
+        together, to ``tables.md`` (docgen copies that into the docs'
+        ``quick tables`` block), and shown in the report."""
         return {}
 
 
@@ -298,7 +303,7 @@ def reproduce(
     for c in cases:
         for seed in seeds:
             try:
-                p = make_point(c.scenario, {}, seed)
+                p = make_point(c.scenario, {}, seed, c.windows)
             except ScenarioError as e:
                 raise ExperimentUnavailable(f"{exp.name}: case {c.label}: {e}") from None
             owner[len(points)] = c.label
@@ -315,6 +320,10 @@ def reproduce(
         if on_case is not None:
             on_case(label)
         r = run_one(case.scenario, seed=seeds[0])
+        if case.windows:
+            from aqmlab.windows import result_window_stats
+
+            r.summary["windows"] = result_window_stats(r, case.windows)
         showcased[label] = r
         key = next(p.key for i, p in enumerate(points) if owner[i] == label and p.seed == seeds[0])
         showcase_keys.add(key)
@@ -396,7 +405,9 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
             plt.close(fig)
     tables = {name: md for name, md in exp.tables(res.runs).items() if md}
     for name, md in tables.items():
-        atomic_write_text(out / "tables" / f"{name}.md", md)
+        atomic_write_text(out / "tables" / f"{_slug(name)}.md", md)
+    if tables:
+        atomic_write_text(out / "tables.md", "".join(f"**{title}**\n\n{body}\n" for title, body in tables.items()))
     case_links = []
     for label, r in showcased.items():
         d = out / "cases" / _slug(label)
