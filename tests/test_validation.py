@@ -37,8 +37,8 @@ EXPECTED_QUICK = {
     "bit-identical": "PASS",
     "dumbbell-topology": "PASS",
     "time-scaling": "PASS",
-    "ns3-linuxreno-codel": "PASS",
-    "ns3-linuxreno-pie": "PASS",
+    "ns3-linuxreno-codel": "FAIL",  # RTT p99 at 4 flows: delayed-ACK waits after recovery pauses (no PRR)
+    "ns3-linuxreno-pie": "FAIL",  # RTT p99 at 4 flows, as CoDel
     "ns3-linuxreno-ared": "FAIL",  # 64 flows: ns-3's gentle ramp keeps the initial max_p, its queue sits above max_th
     "ns3-newreno": "FAIL",  # per-ACK Reno: drops x1.25 at 16 flows without ECN, where aqmlab times out 6-7x per run
 }
@@ -165,7 +165,8 @@ def test_ns3_scenario_is_the_s1_dumbbell():
 def test_ns3_allowances_are_the_documented_ones():
     text = DOC.read_text()
     for metric, a in ns3.ALLOWANCES.items():
-        assert f"| `{metric}` | {a.rel:g} | {a.abs_:g} | {a.unit} |" in text, f"docs/validation.md: allowance of {metric}"
+        rel = f"{a.rel:g} of (RTT − {a.offset:g} ms)" if a.offset else f"{a.rel:g}"
+        assert f"| `{metric}` | {rel} | {a.abs_:g} | {a.unit} |" in text, f"docs/validation.md: allowance of {metric}"
     # 3 sigma of the difference of two 3-run means.
     assert ns3.ALLOWANCES["goodput"].noise == pytest.approx(2.449, abs=1e-3)
     c = ns3.reference()[("linuxreno", 4, "codel", False)]
