@@ -296,6 +296,7 @@ class Metrics(_Node):
     timeseries: bool | None = None
     sojourn_histograms: bool | None = None
     sojourn_samples_every: int | None = None
+    rtt_histogram: bool | None = None
     goodput_interval: str | None = None
 
 
