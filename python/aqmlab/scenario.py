@@ -194,6 +194,7 @@ class Wlan(_Node):
     overhead: str | None = None
     mac_header: int | None = None
     aqm_rate: str | None = None
+    stations: int | None = None
 
 
 @dataclass(kw_only=True)

@@ -126,3 +126,23 @@ fn a_wlan_link_must_be_duplex() {
     let e = aqmlab_engine::run_json(&s.to_string(), |_| true).err().expect("rejected");
     assert!(e.contains("topology.links[0].duplex"), "{e}");
 }
+
+#[test]
+fn stations_share_the_medium_frame_by_frame_with_the_access_point() {
+    // Three saturated stations behind one queue against the access point:
+    // three uplink frames per downlink frame, together filling the air.
+    let mut topo = wlan_topology("54Mbps", json!([]), "fifo");
+    topo["links"][1]["wlan"] = json!({"stations": 3});
+    let s = json!({
+        "duration": "6s", "warmup": "1s", "seed": 1,
+        "topology": topo,
+        "flows": [
+            {"cc": "udp", "src": "srv", "dst": "sta", "rate": "60Mbps", "packet_size": "1500B"},
+            {"cc": "udp", "src": "sta", "dst": "srv", "rate": "60Mbps", "packet_size": "1500B"}
+        ]
+    });
+    let r = run(s);
+    let (down, up) = (departures(&r, "ap->sta") / 5.0, departures(&r, "ap->sta:rev") / 5.0);
+    within(up, 3.0 * down, 0.01, "uplink vs 3 × downlink frames/s");
+    within(down + up, 1.0 / airtime_s(1500.0, 54e6), 0.01, "all frames/s");
+}

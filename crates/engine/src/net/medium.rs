@@ -5,11 +5,14 @@
 //! Two queue links (the two directions of one topology link, e.g. an access
 //! point's wlan queue and the stations' uplink queue) share ONE transmitter:
 //! while a frame of either direction is on the air the other waits. When
-//! both directions have frames, they take turns per frame: under DCF every
-//! saturated contender has the same chance to win each contention, so two
-//! contenders get equal transmit opportunities in the long run (IEEE
-//! 802.11-2012 §9.3.3, random backoff); alternation is that share without
-//! the randomness (and without collisions).
+//! both directions have frames, they take turns: under DCF every saturated
+//! contender has the same chance to win each contention, so every station
+//! gets an equal share of transmit opportunities in the long run (IEEE
+//! 802.11-2012 §9.3.3, random backoff). The access point is one station;
+//! the other direction stands for `stations` stations sharing one queue, so
+//! it may send up to `stations` frames for each frame of the access point
+//! (a weighted round robin: that share without the randomness, and without
+//! collisions). `stations` = 1 is plain alternation.
 //!
 //! A frame occupies the medium for `overhead_ns + (size + header_bytes)·8 / rate`:
 //! its bits plus the MAC header at the PHY rate, plus a fixed overhead per
@@ -55,13 +58,17 @@ pub struct Medium {
     pub header_bytes: u32,
     /// Which direction (0 or 1) is on the air, if any.
     pub busy: Option<u8>,
-    /// Which direction goes first at the next contention (the one that did not send last).
+    /// Which direction goes first at the next contention.
     pub next: u8,
+    /// Frames each direction may send in a row while the other waits: [1, stations].
+    pub weights: [u32; 2],
+    /// Frames `next` has sent in its current turn.
+    run: u32,
 }
 
 impl Medium {
-    pub fn new(links: [u32; 2], overhead_ns: u64, header_bytes: u32) -> Self {
-        Medium { links, overhead_ns, header_bytes, busy: None, next: 0 }
+    pub fn new(links: [u32; 2], overhead_ns: u64, header_bytes: u32, stations: u32) -> Self {
+        Medium { links, overhead_ns, header_bytes, busy: None, next: 0, weights: [1, stations.max(1)], run: 0 }
     }
 
     /// The direction (0 or 1) of link `l`.
@@ -74,10 +81,18 @@ impl Medium {
         [self.next, 1 - self.next]
     }
 
-    /// A frame of direction `d` finished: the medium is free, the other direction goes first next.
+    /// A frame of direction `d` finished: the medium is free. The direction
+    /// whose turn it is keeps it until it has sent its weight in frames (a
+    /// direction that sent because the other had nothing does not use up a turn).
     pub fn finish(&mut self, d: u8) {
         self.busy = None;
-        self.next = 1 - d;
+        if d == self.next {
+            self.run += 1;
+            if self.run >= self.weights[d as usize] {
+                self.next = 1 - d;
+                self.run = 0;
+            }
+        }
     }
 }
 
@@ -102,7 +117,7 @@ mod tests {
 
     #[test]
     fn two_backlogged_directions_alternate() {
-        let mut m = Medium::new([3, 4], OVERHEAD_80211G_NS, HEADER_80211_BYTES);
+        let mut m = Medium::new([3, 4], OVERHEAD_80211G_NS, HEADER_80211_BYTES, 1);
         assert_eq!(m.direction(4), 1);
         let mut sent = vec![];
         for _ in 0..4 {
@@ -111,5 +126,20 @@ mod tests {
             m.finish(d);
         }
         assert_eq!(sent, [0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn three_stations_send_three_frames_per_access_point_frame() {
+        let mut m = Medium::new([3, 4], OVERHEAD_80211G_NS, HEADER_80211_BYTES, 3);
+        let mut sent = vec![];
+        for _ in 0..8 {
+            let d = m.contention_order()[0];
+            sent.push(d);
+            m.finish(d);
+        }
+        assert_eq!(sent, [0, 1, 1, 1, 0, 1, 1, 1]);
+        // Stations idle: the access point sends back to back; its turn is not used up.
+        m.finish(1);
+        assert_eq!(m.contention_order()[0], 0);
     }
 }

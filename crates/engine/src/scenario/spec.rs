@@ -198,6 +198,15 @@ pub struct WlanSpec {
     /// throughput for MTU frames at the PHY rate.
     #[serde(rename = "aqm_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
     pub aqm_rate_bps: Option<u64>,
+    /// Stations behind the reverse direction's one queue: it may send this
+    /// many frames per frame of the forward direction (the access point)
+    /// when both have frames (DCF's equal access per station).
+    #[serde(default = "default_wlan_stations")]
+    pub stations: u32,
+}
+
+fn default_wlan_stations() -> u32 {
+    1
 }
 
 fn default_wlan_overhead() -> u64 {

@@ -204,6 +204,9 @@ impl Scenario {
                         if w.overhead_ns > 1_000_000_000 {
                             return Err(format!("{p}.wlan.overhead: {} ns per frame; allowed: at most 1 s", w.overhead_ns));
                         }
+                        if w.stations == 0 || w.stations > 1000 {
+                            return Err(format!("{p}.wlan.stations: {}; allowed: 1 to 1000", w.stations));
+                        }
                         if let Some(r) = w.aqm_rate_bps {
                             check_rate(&format!("{p}.wlan.aqm_rate"), r)?;
                         }

@@ -144,7 +144,7 @@ impl Topology {
                         let m = mediums.len() as u32;
                         links[fwd as usize].medium = Some(m);
                         links[rev as usize].medium = Some(m);
-                        mediums.push(Medium::new([fwd, rev], w.overhead_ns, w.header_bytes));
+                        mediums.push(Medium::new([fwd, rev], w.overhead_ns, w.header_bytes, w.stations));
                         schedule(&mut rate_changes, rev, &spec.rate_schedule);
                     }
                 }
