@@ -480,7 +480,43 @@ class AqmKids(Experiment):
         axes[2].grid(alpha=0.3)
         fig.suptitle(f"ECN off vs on, target {ECN_TARGET_MS} ms, base RTT 100 ms")
         figs["ecn"] = fig
+        if runs.select(medium=list(WLAN_MIXES)):
+            figs["wlan"] = self._wlan_figure(runs, colors)
         return figs
+
+    def _wlan_figure(self, runs: Runs, colors: dict[str, str]) -> Any:
+        """Slides 13-14's layout: per flow count per sender, the AP queue's
+        delay (box p10-p90, line p50) and goodput (downlink for the downlink
+        scenario, uplink for the mixed one, as the seed plots them)."""
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(2, 2, figsize=(11, 7), layout="constrained")
+        width = 0.8 / len(SEED_AQMS)
+        for row, mix in enumerate(WLAN_MIXES):
+            counts = sorted({c.tags["per_sender"] for c in runs.select(medium=mix)})
+            gp_fn = downlink_goodput if mix == "down" else uplink_goodput
+            for i, aqm in enumerate(SEED_AQMS):
+                for j, n in enumerate(counts):
+                    cs = runs.select(medium=mix, aqm=aqm, per_sender=n, stations=WLAN_STATIONS[0])
+                    if not cs:
+                        continue
+                    x = j + (i - (len(SEED_AQMS) - 1) / 2) * width
+                    lo, mid, hi = (runs.mean(cs[0].label, lambda s, p=p: wlan_queue(s)["sojourn_ms"][p])
+                                   for p in ("p10", "p50", "p90"))  # fmt: skip
+                    axes[row][0].bar(x, hi - lo, width * 0.9, bottom=lo, color=colors[aqm], alpha=0.8,
+                                     label=aqm if j == 0 else None)  # fmt: skip
+                    axes[row][0].plot([x - width * 0.45, x + width * 0.45], [mid, mid], color="k", lw=1)
+                    axes[row][1].bar(x, runs.mean(cs[0].label, gp_fn) / 1e6, width * 0.9, color=colors[aqm],
+                                     label=aqm if j == 0 else None)  # fmt: skip
+            for col, yl in enumerate(("AP queue sojourn (ms)\nbox p10-p90, line p50",
+                                      f"{'downlink' if mix == 'down' else 'uplink'} goodput (Mbit/s)")):  # fmt: skip
+                ax = axes[row][col]
+                ax.set_xticks(range(len(counts)), [str(n) for n in counts])
+                ax.set(xlabel="flows per sender (4 senders)", ylabel=yl, title=f"802.11 {mix}, target 5 ms")
+                ax.grid(alpha=0.3, axis="y")
+            axes[row][0].legend(fontsize="x-small")
+        fig.suptitle(f"802.11g medium model, stations = {WLAN_STATIONS[0]}, base RTT 100 ms")
+        return fig
 
     def tables(self, runs: Runs) -> dict[str, str]:
         """Per-case figures in markdown: per-packet RTT p10/p50/p90 and 5 s
