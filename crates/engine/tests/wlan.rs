@@ -146,3 +146,30 @@ fn stations_share_the_medium_frame_by_frame_with_the_access_point() {
     within(up, 3.0 * down, 0.01, "uplink vs 3 × downlink frames/s");
     within(down + up, 1.0 / airtime_s(1500.0, 54e6), 0.01, "all frames/s");
 }
+
+#[test]
+fn the_engine_shortcuts_do_not_change_a_wlan_run() {
+    // Receiver lookahead and the source clock shift stay on around a medium
+    // (its own queues never depart on arrival); results must not move.
+    let mut topo = wlan_topology("54000007bps", json!([{"at": "3000000011ns", "rate": "24000011bps"}]), "codel");
+    topo["links"][0]["delay"] = json!("5000011ns");
+    topo["links"][1]["wlan"] = json!({"stations": 2});
+    let s = json!({
+        "duration": "8s", "warmup": "1s", "seed": 4,
+        "topology": topo,
+        "flows": [
+            {"cc": "reno", "src": "srv", "dst": "sta", "count": 2, "start_jitter": "7ms"},
+            {"cc": "cubic", "src": "sta", "dst": "srv", "count": 2, "start_jitter": "11ms"}
+        ],
+        "metrics": {"interval": "10ms"}
+    });
+    let fast = run(s.clone());
+    let mut slow_s = s;
+    slow_s["engine"] = json!({"lookahead": false});
+    let slow = run(slow_s);
+    let strip = |mut v: Value| {
+        v["perf"] = json!(null);
+        v
+    };
+    assert_eq!(strip(fast.summary()), strip(slow.summary()));
+}

@@ -170,8 +170,9 @@ def downlink_goodput(s: dict[str, Any]) -> float:
 def uplink_ack_loss(s: dict[str, Any]) -> float | None:
     """Share of the uplink flows' ACKs the AP's queue dropped (their only queue)."""
     up = [f for f in s["flows"] if f["label"] == "up"]
-    sent = sum(f["acks_sent"] for f in up)
-    return sum(f["ack_drops"] for f in up) / sent if sent else None
+    dropped = sum(f["ack_drops"] for f in up)
+    sent = dropped + sum(f["acks_received"] for f in up)
+    return dropped / sent if sent else None
 
 
 def wlan_queue(s: dict[str, Any], which: str = "wlan") -> dict[str, Any]:

@@ -66,8 +66,8 @@ pub struct FlowRecord {
     pub marks: u64,
     /// Of `drops`, pure ACKs (whole run).
     pub ack_drops: u64,
-    /// ACKs the TCP receiver sent (whole run; 0 for other sinks).
-    pub acks_sent: u64,
+    /// ACKs that reached the TCP sender (whole run; 0 for other sources).
+    pub acks_received: u64,
     /// The sender is TCP.
     pub tcp_source: bool,
     /// Packets (datagram and QCN sources) or segments (TCP) sent.

@@ -258,7 +258,7 @@ pub fn build(r: RunRecords) -> Results {
                 drops: f.drops,
                 marks: f.marks,
                 ack_drops: f.ack_drops,
-                acks_sent: f.acks_sent,
+                acks_received: f.acks_received,
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
                 cc_state,
@@ -368,9 +368,9 @@ struct FlowSummary {
     ecn_reductions: u64,
     drops: u64,
     marks: u64,
-    /// Of `drops`, pure ACKs, and the ACKs the receiver sent (whole run).
+    /// Of `drops`, pure ACKs, and the ACKs that reached the sender (whole run).
     ack_drops: u64,
-    acks_sent: u64,
+    acks_received: u64,
     srtt_ms: f64,
     fct_s: Option<f64>,
     /// The controller's probes at the end of the run (absent without probes).

@@ -56,9 +56,9 @@ impl World {
                     drops: fc.drops,
                     marks: fc.marks,
                     ack_drops: fc.ack_drops,
-                    acks_sent: match &f.sink {
-                        Sink::Tcp(r) => r.acks_sent,
-                        Sink::Datagram(_) => 0,
+                    acks_received: match &f.source {
+                        Source::Tcp(s) => s.stats.acks_received,
+                        _ => 0,
                     },
                     tcp_source: matches!(f.source, Source::Tcp(_)),
                     sent,
