@@ -214,7 +214,13 @@ impl Scenario {
                     match l.rate_bps {
                         Some(r) => {
                             check_rate(&format!("{p}.rate"), r)?;
-                            l.params = check_queue(&p, &l.aqm, &l.params, r, l.buffer, mtu)?;
+                            // A WLAN medium's AQM is told `aqm_rate`, as the topology builds it.
+                            let told = l.wlan.as_ref().map_or(r, |w| {
+                                w.aqm_rate_bps.unwrap_or_else(|| {
+                                    crate::net::medium::frame_rate_bps(r, mtu, w.header_bytes, w.overhead_ns)
+                                })
+                            });
+                            l.params = check_queue(&p, &l.aqm, &l.params, told, l.buffer, mtu)?;
                         }
                         None if l.wlan.is_some() => {
                             return Err(format!("{p}.rate: a wlan link needs its PHY rate (e.g. '54Mbps')"));
