@@ -84,10 +84,14 @@ def _sections() -> dict[str, list[tuple[str, str]]]:
 def test_documented_defaults_are_the_engines() -> None:
     d = aqmlab.validate(tomllib.loads(MIN_DUMBBELL))
     t = aqmlab.validate(tomllib.loads(MIN_TOPOLOGY))
+    wlan = tomllib.loads(MIN_TOPOLOGY)
+    wlan["topology"]["links"][0]["wlan"] = {}
+    w = aqmlab.validate(wlan)
     where: dict[str, dict[str, Any]] = {
         "Top level": d,
         "`[bottleneck]`: the dumbbell": d["bottleneck"],
         "`[topology]`: a graph": t["topology"]["links"][0],
+        "`[topology.links.wlan]`: a shared WLAN medium": w["topology"]["links"][0]["wlan"],
         "`[[flows]]`: flow groups": d["flows"][0],
         "`[[workloads]]`: flows arriving over time": d["workloads"][0],
         "`[tcp]`": d["tcp"],

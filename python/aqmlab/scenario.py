@@ -187,6 +187,17 @@ class Bottleneck(_Node):
 
 
 @dataclass(kw_only=True)
+class Wlan(_Node):
+    """``[topology.links.wlan]``: the link is one shared half-duplex WLAN medium
+    (docs/algorithms/wlan.md); defaults are 802.11g."""
+
+    overhead: str | None = None
+    mac_header: int | None = None
+    aqm_rate: str | None = None
+    stations: int | None = None
+
+
+@dataclass(kw_only=True)
 class Link(_Node):
     """``[[topology.links]]`` entry. ``from_`` is written as ``from``."""
 
@@ -202,8 +213,12 @@ class Link(_Node):
     mark: float | None = None
     rate_schedule: list[RateChange] | None = None
     duplex: bool | None = None
+    wlan: Wlan | None = None
 
-    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"rate_schedule": (RateChange, True)}
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {
+        "rate_schedule": (RateChange, True),
+        "wlan": (Wlan, False),
+    }
 
 
 @dataclass(kw_only=True)

@@ -13,6 +13,7 @@ use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
+use crate::net::medium::Medium;
 use crate::packet::{Packet, PacketKind};
 use crate::net::route::{self, Hop, Routes, Stage};
 use crate::ppv::marker::PvMarker;
@@ -36,6 +37,7 @@ mod build;
 mod event_loop;
 mod feedback;
 mod flow;
+mod medium;
 mod records;
 mod sample;
 mod topology;
@@ -53,6 +55,8 @@ pub struct World {
     seed: u64,
     events: EventQueue,
     pub links: Vec<Link>,
+    /// Shared half-duplex media (`net::medium`); empty without WLAN links.
+    mediums: Vec<Medium>,
     lines: Vec<DelayLine>,
     line_index: BTreeMap<(u64, Vec<u32>), u32>,
     routes: Routes,

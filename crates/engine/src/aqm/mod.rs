@@ -90,6 +90,9 @@ impl SubqueueCounters {
 pub struct FlowQueueCounters {
     pub drops: u64,
     pub marks: u64,
+    /// Of `drops`, packets without payload (pure ACKs): the ACK loss a
+    /// shared WLAN medium's AQM inflicts on uplink flows (docs/algorithms/wlan.md).
+    pub ack_drops: u64,
 }
 
 /// What a discipline may touch while it runs: the clock, its random stream,
@@ -147,6 +150,7 @@ impl<'a> QdiscCtx<'a> {
         c.dropped_bytes += pkt.size_bytes as u64;
         if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
             f.drops += 1;
+            f.ack_drops += u64::from(!pkt.carries_payload());
         }
     }
 

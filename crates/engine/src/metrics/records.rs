@@ -66,6 +66,10 @@ pub struct FlowRecord {
     /// Packets of this flow the queues dropped and marked.
     pub drops: u64,
     pub marks: u64,
+    /// Of `drops`, pure ACKs (whole run).
+    pub ack_drops: u64,
+    /// ACKs that reached the TCP sender (whole run; 0 for other sources).
+    pub acks_received: u64,
     /// The sender is TCP.
     pub tcp_source: bool,
     /// Packets (datagram and QCN sources) or segments (TCP) sent.

@@ -262,6 +262,8 @@ pub fn build(r: RunRecords) -> Results {
                 ecn_reductions: ecn_red,
                 drops: f.drops,
                 marks: f.marks,
+                ack_drops: f.ack_drops,
+                acks_received: f.acks_received,
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
                 cc_state,
@@ -372,6 +374,9 @@ struct FlowSummary {
     ecn_reductions: u64,
     drops: u64,
     marks: u64,
+    /// Of `drops`, pure ACKs, and the ACKs that reached the sender (whole run).
+    ack_drops: u64,
+    acks_received: u64,
     srtt_ms: f64,
     fct_s: Option<f64>,
     /// The controller's probes at the end of the run (absent without probes).

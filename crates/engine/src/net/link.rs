@@ -98,11 +98,14 @@ pub struct Link {
     /// Packets lost or marked at random on a pure-delay link.
     pub random_drops: u64,
     pub random_marks: u64,
+    /// The shared medium (`net::medium`) this link sends on, if any: its
+    /// transmissions are started by the medium, never by the link alone.
+    pub medium: Option<u32>,
 }
 
 impl Link {
     pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
-        Link { name, rate_bps, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0 }
+        Link { name, rate_bps, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
     pub fn with_queue(mut self, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
@@ -197,6 +200,34 @@ impl QueueSlot {
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
         let pkt = self.qdisc.dequeue(&mut ctx)?;
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
+        self.record_start(&Waiting {
+            start_ns: now_ns,
+            enq_ns: pkt.enq_ns,
+            tx_ns,
+            flow: pkt.flow,
+            size_bytes: pkt.size_bytes,
+            subq: pkt.subq,
+            data: pkt.carries_payload(),
+        });
+        self.in_tx = Some(pkt);
+        Some(now_ns + tx_ns)
+    }
+
+    /// On a shared medium (`net::medium`): take the next packet and start
+    /// sending it as a frame of `header_bytes` more at `rate_bps` plus
+    /// `overhead_ns` of airtime. Returns when the frame's airtime ends.
+    pub fn start_tx_airtime(
+        &mut self,
+        now_ns: u64,
+        rate_bps: u64,
+        header_bytes: u32,
+        overhead_ns: u64,
+        flow_counters: &mut [FlowQueueCounters],
+    ) -> Option<u64> {
+        debug_assert!(self.in_tx.is_none());
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
+        let pkt = self.qdisc.dequeue(&mut ctx)?;
+        let tx_ns = overhead_ns + self.tx_time(pkt.size_bytes + header_bytes, rate_bps);
         self.record_start(&Waiting {
             start_ns: now_ns,
             enq_ns: pkt.enq_ns,

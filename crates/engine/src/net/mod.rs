@@ -3,6 +3,7 @@
 
 pub mod delay_line;
 pub mod link;
+pub mod medium;
 pub mod route;
 
 /// The packet sits below every algorithm now (`crate::packet`). This alias

@@ -175,6 +175,45 @@ pub struct LinkSpec {
     /// Also create the reverse link (same rate and delay, tail-drop FIFO).
     #[serde(default = "default_true")]
     pub duplex: bool,
+    /// Make the link a shared half-duplex WLAN medium (docs/algorithms/wlan.md):
+    /// both directions send on one transmitter, `rate` is the PHY data rate,
+    /// and every frame costs the MAC/PHY overhead. Needs `duplex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wlan: Option<WlanSpec>,
+}
+
+/// The WLAN medium model's constants; defaults are 802.11g (ERP-OFDM, short
+/// slot, 54 Mbit/s data with ACKs at 24 Mbit/s), see `net::medium`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WlanSpec {
+    /// Airtime every frame costs besides its bits at the PHY rate
+    /// (DIFS + mean backoff + preamble/PLCP header + signal extension + SIFS + MAC ACK).
+    #[serde(rename = "overhead", default = "default_wlan_overhead", with = "serde_duration")]
+    pub overhead_ns: u64,
+    /// Bytes every frame carries besides the IP packet (MAC header, FCS, LLC/SNAP).
+    #[serde(rename = "mac_header", default = "default_wlan_header")]
+    pub header_bytes: u32,
+    /// The rate the AQM is told (its `link_rate_bps`); default: the model's
+    /// throughput for MTU frames at the PHY rate.
+    #[serde(rename = "aqm_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+    pub aqm_rate_bps: Option<u64>,
+    /// Stations behind the reverse direction's one queue: it may send this
+    /// many frames per frame of the forward direction (the access point)
+    /// when both have frames (DCF's equal access per station).
+    #[serde(default = "default_wlan_stations")]
+    pub stations: u32,
+}
+
+fn default_wlan_stations() -> u32 {
+    1
+}
+
+fn default_wlan_overhead() -> u64 {
+    crate::net::medium::OVERHEAD_80211G_NS
+}
+fn default_wlan_header() -> u32 {
+    crate::net::medium::HEADER_80211_BYTES
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

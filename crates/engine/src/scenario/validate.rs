@@ -197,10 +197,33 @@ impl Scenario {
                     check_prob(&format!("{p}.loss"), l.loss)?;
                     check_prob(&format!("{p}.mark"), l.mark)?;
                     check_schedule(&p, &l.rate_schedule)?;
+                    if let Some(w) = &l.wlan {
+                        if !l.duplex {
+                            return Err(format!("{p}.duplex: a wlan link is one medium for both directions; give duplex = true"));
+                        }
+                        if w.overhead_ns > 1_000_000_000 {
+                            return Err(format!("{p}.wlan.overhead: {} ns per frame; allowed: at most 1 s", w.overhead_ns));
+                        }
+                        if w.stations == 0 || w.stations > 1000 {
+                            return Err(format!("{p}.wlan.stations: {}; allowed: 1 to 1000", w.stations));
+                        }
+                        if let Some(r) = w.aqm_rate_bps {
+                            check_rate(&format!("{p}.wlan.aqm_rate"), r)?;
+                        }
+                    }
                     match l.rate_bps {
                         Some(r) => {
                             check_rate(&format!("{p}.rate"), r)?;
-                            l.params = check_queue(&p, &l.aqm, &l.params, r, l.buffer, mtu)?;
+                            // A WLAN medium's AQM is told `aqm_rate`, as the topology builds it.
+                            let told = l.wlan.as_ref().map_or(r, |w| {
+                                w.aqm_rate_bps.unwrap_or_else(|| {
+                                    crate::net::medium::frame_rate_bps(r, mtu, w.header_bytes, w.overhead_ns)
+                                })
+                            });
+                            l.params = check_queue(&p, &l.aqm, &l.params, told, l.buffer, mtu)?;
+                        }
+                        None if l.wlan.is_some() => {
+                            return Err(format!("{p}.rate: a wlan link needs its PHY rate (e.g. '54Mbps')"));
                         }
                         None if l.aqm != "fifo" || !l.rate_schedule.is_empty() => {
                             return Err(format!("{p}.rate: a link without a rate is a pure delay and cannot have a queue or rate schedule"));

@@ -41,6 +41,8 @@ pub struct SenderStats {
     pub rtos: u64,
     pub fast_recoveries: u64,
     pub ecn_reductions: u64,
+    /// ACKs that reached the sender (the ACK loss of a path is ack drops over drops + these).
+    pub acks_received: u64,
     pub syn_retries: u32,
     pub established_ns: Option<u64>,
     pub finished_ns: Option<u64>,
@@ -231,7 +233,10 @@ impl TcpSender {
     pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
         match pkt.kind {
             PacketKind::SynAck => self.on_syn_ack(now_ns, pkt, out),
-            PacketKind::Ack => self.on_ack(now_ns, pkt, out),
+            PacketKind::Ack => {
+                self.stats.acks_received += 1;
+                self.on_ack(now_ns, pkt, out)
+            }
             _ => {}
         }
     }

@@ -15,7 +15,9 @@ impl World {
         let (topology, mut links) = Topology::build(s, opt)?;
         if s.engine.lookahead {
             for (i, l) in links.iter_mut().enumerate() {
-                l.enable_departure_lookahead(topology.rate_changes.iter().any(|c| c.1 as usize == i));
+                // A link on a shared medium waits for the other direction: its departures are not known on arrival.
+                let variable = l.medium.is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
+                l.enable_departure_lookahead(variable);
             }
         }
         let mut w = World {
@@ -24,6 +26,7 @@ impl World {
             warmup_ns: s.warmup_ns,
             seed: s.seed,
             events: EventQueue::new(),
+            mediums: topology.mediums.clone(),
             links,
             lines: vec![],
             line_index: BTreeMap::new(),

@@ -118,6 +118,9 @@ impl World {
     pub(super) fn on_tx_done(&mut self, l: usize) {
         let now = self.now_ns;
         let link = &mut self.links[l];
+        if let Some(m) = link.medium {
+            return self.medium_tx_done(l, m);
+        }
         let q = link.queue.as_mut().expect("only queue links transmit");
         let mut pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
@@ -184,6 +187,9 @@ impl World {
                         self.forward_ahead(pkt, leaves_ns);
                     }
                     return;
+                }
+                if let Some(m) = link.medium {
+                    return self.medium_arrive(l as usize, m, *pkt);
                 }
                 if q.arrive(now, *pkt, &mut self.flow_counters) {
                     if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
@@ -446,6 +452,10 @@ impl World {
         }
         q.timer_at = None;
         q.qdisc_timer(now, &mut self.flow_counters);
+        if let Some(m) = link.medium {
+            self.medium_timer(m);
+            return self.sync_qdisc_timer(l);
+        }
         // A timer may release packets (e.g. a shaper); restart an idle transmitter.
         if !q.is_sending() && q.qdisc.len_pkts() > 0 {
             if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {

@@ -55,6 +55,11 @@ impl World {
                     delivered_at_end: f.delivered_at_end,
                     drops: fc.drops,
                     marks: fc.marks,
+                    ack_drops: fc.ack_drops,
+                    acks_received: match &f.source {
+                        Source::Tcp(s) => s.stats.acks_received,
+                        _ => 0,
+                    },
                     tcp_source: matches!(f.source, Source::Tcp(_)),
                     sent,
                     tcp,

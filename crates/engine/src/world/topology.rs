@@ -6,6 +6,7 @@
 
 use crate::aqm::{self, QdiscEnv, QueueLimit};
 use crate::net::link::Link;
+use crate::net::medium::{self, Medium};
 use crate::net::route::Hop;
 use crate::scenario::{LinkSpec, RateChange, Scenario};
 use crate::sim::rng::{Domain, SimRng};
@@ -39,7 +40,24 @@ pub fn queue_link(
     q: QueueBuild,
     opt: QueueOptions,
 ) -> Result<Link, String> {
-    let env = QdiscEnv { link_rate_bps: rate_bps, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, rate_bps) };
+    queue_link_told(index, name, rate_bps, rate_bps, delay_ns, loss, mark, q, opt)
+}
+
+/// As [`queue_link`], but the discipline is told the link's rate is
+/// `aqm_rate_bps` (a WLAN medium: the PHY rate is not what the queue drains at).
+#[allow(clippy::too_many_arguments)]
+pub fn queue_link_told(
+    index: usize,
+    name: String,
+    rate_bps: u64,
+    aqm_rate_bps: u64,
+    delay_ns: u64,
+    loss: f64,
+    mark: f64,
+    q: QueueBuild,
+    opt: QueueOptions,
+) -> Result<Link, String> {
+    let env = QdiscEnv { link_rate_bps: aqm_rate_bps, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, aqm_rate_bps) };
     let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
     let link = Link::new(name, rate_bps, delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, index as u64));
     Ok(link.with_queue(
@@ -70,6 +88,8 @@ pub struct Topology {
     opt: QueueOptions,
     /// (time, link, new rate), in time order.
     pub rate_changes: Vec<(u64, u32, u64)>,
+    /// Shared half-duplex media (WLAN links), indexed by `Link::medium`.
+    pub mediums: Vec<Medium>,
 }
 
 pub struct FlowPaths {
@@ -87,6 +107,7 @@ impl Topology {
     pub fn build(s: &Scenario, opt: QueueOptions) -> Result<(Topology, Vec<Link>), String> {
         let mut links = vec![];
         let mut rate_changes = vec![];
+        let mut mediums = vec![];
         let shape = if let Some(b) = &s.bottleneck {
             let q = QueueBuild { aqm: &b.aqm, params: &b.params, buffer: b.buffer };
             let mut l = queue_link(0, "bottleneck".into(), b.rate_bps, b.delay_ns, b.loss, b.mark, q, opt)?;
@@ -118,12 +139,20 @@ impl Topology {
                 if spec.duplex {
                     let rev = Self::graph_link(&mut links, spec, true, opt)?;
                     adj[b].push((rev, a));
+                    if let Some(w) = &spec.wlan {
+                        // One transmitter for both directions; the rate trace is the medium's.
+                        let m = mediums.len() as u32;
+                        links[fwd as usize].medium = Some(m);
+                        links[rev as usize].medium = Some(m);
+                        mediums.push(Medium::new([fwd, rev], w.overhead_ns, w.header_bytes, w.stations));
+                        schedule(&mut rate_changes, rev, &spec.rate_schedule);
+                    }
                 }
             }
             Shape::Graph { nodes, adj }
         };
         rate_changes.sort_by_key(|c| c.0);
-        Ok((Topology { shape, opt, rate_changes }, links))
+        Ok((Topology { shape, opt, rate_changes, mediums }, links))
     }
 
     fn graph_link(links: &mut Vec<Link>, spec: &LinkSpec, reverse: bool, opt: QueueOptions) -> Result<u32, String> {
@@ -139,7 +168,13 @@ impl Topology {
                     QueueBuild { aqm: &spec.aqm, params: &spec.params, buffer: spec.buffer }
                 };
                 let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
-                let mut l = queue_link(i, name, rate, spec.delay_ns, loss, mark, q, opt)?;
+                let told = match &spec.wlan {
+                    Some(w) => w.aqm_rate_bps.unwrap_or_else(|| {
+                        medium::frame_rate_bps(rate, opt.mtu, w.header_bytes, w.overhead_ns)
+                    }),
+                    None => rate,
+                };
+                let mut l = queue_link_told(i, name, rate, told, spec.delay_ns, loss, mark, q, opt)?;
                 l.report = true;
                 l.bottleneck = !reverse;
                 l
