@@ -291,3 +291,18 @@ def test_a_full_run_block_lists_every_case_as_a_grid_with_failures_marked() -> N
     assert "| 1 | 1 [0.9, 1.1] | 0.4 [0.3, 0.5] **FAIL** |" in text
     assert "| 10 | 1.2 [1.1, 1.3] | 0.9 [0.8, 1] |" in text
     assert "| kind=single | 41.6 | PASS |" in text
+
+
+def test_dualq_writes_the_seed_style_figures_with_their_tables(tmp_path: Path) -> None:
+    """The QSIZE CDF and PIE drop-probability slides as figures, each with the
+    table of its numbers (everything a plot shows is also in a table)."""
+    exp = EXPERIMENTS["dualq-coexistence"]
+    assert "pie/10d10c" in exp.showcase(True)
+    reproduce(exp, quick=True, out=tmp_path / "o", jobs=1, cache_dir=tmp_path / "c")
+    out = tmp_path / "o"
+    assert {"qsize-cdf.png", "pie-probability.png"} <= {p.name for p in (out / "plots").glob("*.png")}
+    cdf = (out / "tables" / "qsize-cdf.md").read_text()
+    # One row per sub-queue of each 1+1 case: two for the DualQs, one for the single queues.
+    assert cdf.count("| dualpi2/1d1c |") == 2 and cdf.count("| pie/1d1c |") == 1
+    pie = (out / "tables" / "pie-probability.md").read_text()
+    assert "| pie/10d10c |" in pie and "| pie/1d1c |" in pie

@@ -150,7 +150,8 @@ class DualqCoexistence(Experiment):
         return [*grid, Case("pie/reno-x", self.reno_x_scenario(quick), {"aqm": "pie", "kind": "reno-x"})]
 
     def showcase(self, quick: bool) -> list[str]:
-        return [f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS]
+        # 1+1 of every pairing, and PIE with 10+10 for its drop probability.
+        return [f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS] + ["pie/10d10c"]
 
     def claims(self) -> list[Claim]:
         equal = Band.between(0.5, 2.0)
@@ -272,4 +273,11 @@ class DualqCoexistence(Experiment):
         a2.set_title("Queue delay by sub-queue (single queues: whole queue)")
         a2.set_ylim(top=a2.get_ylim()[1] * 4)
         a2.legend(fontsize="small", ncols=4, loc="upper center")
-        return {"coexistence": fig}
+        from aqmlab.reproduce.dualq_figures import figures as seed_figures
+
+        return {"coexistence": fig, **seed_figures(runs)}
+
+    def tables(self, runs: Runs) -> dict[str, str]:
+        from aqmlab.reproduce.dualq_figures import tables
+
+        return tables(runs)
