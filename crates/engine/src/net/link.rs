@@ -196,26 +196,13 @@ impl QueueSlot {
     /// `rate_bps`. Returns when transmission ends, or None if nothing to send.
     #[inline]
     pub fn start_tx(&mut self, now_ns: u64, rate_bps: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
-        debug_assert!(self.in_tx.is_none());
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
-        let pkt = self.qdisc.dequeue(&mut ctx)?;
-        let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
-        self.record_start(&Waiting {
-            start_ns: now_ns,
-            enq_ns: pkt.enq_ns,
-            tx_ns,
-            flow: pkt.flow,
-            size_bytes: pkt.size_bytes,
-            subq: pkt.subq,
-            data: pkt.carries_payload(),
-        });
-        self.in_tx = Some(pkt);
-        Some(now_ns + tx_ns)
+        self.start_tx_airtime(now_ns, rate_bps, 0, 0, flow_counters)
     }
 
-    /// On a shared medium (`net::medium`): take the next packet and start
-    /// sending it as a frame of `header_bytes` more at `rate_bps` plus
-    /// `overhead_ns` of airtime. Returns when the frame's airtime ends.
+    /// As [`Self::start_tx`], on a shared medium (`net::medium`) too: the
+    /// packet goes out as a frame of `header_bytes` more at `rate_bps` plus
+    /// `overhead_ns` of airtime (both 0 on a wire). Returns when it ends.
+    #[inline]
     pub fn start_tx_airtime(
         &mut self,
         now_ns: u64,

@@ -122,13 +122,20 @@ impl World {
             return self.medium_tx_done(l, m);
         }
         let q = link.queue.as_mut().expect("only queue links transmit");
-        let mut pkt = q.finish_tx();
+        let pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
         }
         if q.has_feedback() {
             self.send_feedback(l);
         }
+        self.leave_link(l, pkt);
+    }
+
+    /// A packet that finished its transmission on link `l`: the link's random
+    /// loss and marking, then on along its route.
+    #[inline]
+    pub(super) fn leave_link(&mut self, l: usize, mut pkt: Packet) {
         let link = &mut self.links[l];
         if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
             self.forward(&mut pkt);

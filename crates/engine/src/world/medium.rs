@@ -44,15 +44,12 @@ impl World {
     #[cold]
     pub(super) fn medium_tx_done(&mut self, l: usize, m: u32) {
         let q = self.links[l].queue.as_mut().expect("a medium's links have queues");
-        let mut pkt = q.finish_tx();
+        let pkt = q.finish_tx();
         let d = self.mediums[m as usize].direction(l as u32);
         self.mediums[m as usize].finish(d);
         self.medium_start(m);
         self.medium_feedback(m);
-        let link = &mut self.links[l];
-        if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
-            self.forward(&mut pkt);
-        }
+        self.leave_link(l, pkt);
     }
 
     /// A queue timer fired on a medium's link: an idle medium may now have a frame.
