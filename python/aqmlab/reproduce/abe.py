@@ -41,7 +41,7 @@ BASE_RTT_MS = 100.0
 #: The motivation's RTT axis (ms). 60 and 80 ms are the seed's transition
 #: ("above 60ms~80ms") and are run but not judged.
 MOTIVATION_RTTS_MS = (10, 20, 40, 60, 80, 100, 160, 240)
-MOTIVATION_QUICK_RTTS_MS = (10, 40, 100, 240)
+MOTIVATION_QUICK_RTTS_MS = (10, 40, 100, 160, 240)
 #: (cc, link rate) of the two motivation figures.
 MOTIVATION_FLOWS = (("reno", "10Mbps"), ("cubic", "20Mbps"))
 #: "Under-utilised": more than 5 % of the link unused, the same 5 % as the
@@ -66,7 +66,7 @@ class Abe(Experiment):
         "One flow over 10 Mbit/s with 100 ms base RTT through CoDel or PIE with ECN; the sender's backoff on CE "
         "(beta_ecn) goes from 0.5 to 0.9. Quick: NewReno and CUBIC at beta_ecn 0.5 and 0.9, 60 s, one seed; full: "
         "every beta_ecn (0.5-0.9 and 0.85), 120 s, 3 seeds. The motivation: one NewReno (10 Mbit/s) or CUBIC "
-        "(20 Mbit/s) flow without ECN through each AQM's defaults at base RTTs 10-240 ms (quick: 10, 40, 100, 240)."
+        "(20 Mbit/s) flow without ECN through each AQM's defaults at base RTTs 10-240 ms (quick: 10, 40, 100, 160, 240)."
     )
     requires_aqm = AQMS
     requires_cc = ("reno", "cubic")
