@@ -83,6 +83,24 @@ fn weighted_policy_7_to_3_gives_about_7_to_3_goodput() {
 }
 
 #[test]
+fn a_7_to_3_policy_given_as_tvf_points_holds_with_both_marker_methods() {
+    // The canonical TVFs of weights 7 and 3 written as data (two points each,
+    // V_w(x) = 64·log2(2^42·w/x) at 1 Mbit/s and 10 Gbit/s, rounded): the
+    // policy is the weighted test's, so the tolerance is too (±15 %, DCTCP).
+    let gold = json!([["1Mbps", 1592], ["10Gbps", 742]]);
+    let silver = json!([["1Mbps", 1514], ["10Gbps", 663]]);
+    for method in ["random_rate", "token_bucket"] {
+        let r = run_1g("vdq_csaqm", vec![
+            group("dctcp", 1, "5ms", Some(json!({"tvf": gold, "method": method})), "w7"),
+            group("dctcp", 1, "5ms", Some(json!({"tvf": silver, "method": method})), "w3"),
+        ]);
+        let got = goodput(&r, 0) / goodput(&r, 1);
+        eprintln!("{method}: 7:3 as TVF points gives {got:.2}");
+        assert!((got / (7.0 / 3.0) - 1.0).abs() <= 0.15, "{method}: {got}");
+    }
+}
+
+#[test]
 fn gold_gets_twice_silver() {
     let r = run_1g("vdq_csaqm", vec![
         group("dctcp", 1, "5ms", Some(json!({"policy": "gold"})), "gold"),
@@ -164,7 +182,8 @@ fn marker_table_is_strict_and_normalised() {
         "flows": [{"cc": "dctcp", "rtt": "10ms", "marker": {"policy": "gold"}}]
     });
     let s = aqmlab_engine::scenario::parse(&base.to_string()).unwrap();
-    assert_eq!(s.to_json()["flows"][0]["marker"], json!({"weight": 2.0, "rate_window": "100ms"}));
+    assert_eq!(s.to_json()["flows"][0]["marker"], json!({"weight": 2.0, "method": "random_rate", "rate_window": "100ms",
+        "levels_per_octave": 32.0, "min_rate": "10kbps", "max_rate": "100Gbps", "bucket_depth": "10ms"}));
     let err = |m: Value| {
         let mut v = base.clone();
         v["flows"][0]["marker"] = m;

@@ -68,6 +68,9 @@ class Case:
     #: (name, start_s, end_s) time windows (e.g. traffic phases) whose
     #: statistics each run adds to its summary as ``windows`` (aqmlab.windows).
     windows: tuple[tuple[str, float, float], ...] = ()
+    #: Run only these of the experiment's seeds (unjudged sensitivity rows,
+    #: where one seed per variant is what the time allows; say so in docs).
+    seeds: tuple[int, ...] | None = None
 
 
 class Runs:
@@ -301,7 +304,7 @@ def reproduce(
     points: list[Point] = []
     owner: dict[int, str] = {}
     for c in cases:
-        for seed in seeds:
+        for seed in c.seeds or seeds:
             try:
                 p = make_point(c.scenario, {}, seed, c.windows)
             except ScenarioError as e:

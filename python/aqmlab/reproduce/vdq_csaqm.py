@@ -72,6 +72,36 @@ MANY_FLOWS = 10
 VQ0_FACTOR, VQ1_FACTOR = 0.95, 0.98
 CLASSIC = "cubic"
 
+#: Sensitivity to every choice docs/algorithms/ppv.md marks as aqmlab's
+#: (full mode; shown, never judged): one change from the defaults per row,
+#: as (name, VDQ-CSAQM params, marker keys). Each value brackets the default
+#: from both sides where it has two; the alternatives of a rule are the
+#: readings the sources leave open (ppv-facts: ideal PPV VQ, budget CTV).
+SENSITIVITY: tuple[tuple[str, dict[str, Any], dict[str, Any]], ...] = (
+    ("vq0_factor 0.90", {"vq0_factor": 0.90}, {}),
+    ("vq0_factor 1.00", {"vq0_factor": 1.0}, {}),
+    ("vq1_factor 0.95", {"vq1_factor": 0.95}, {}),
+    ("vq1_factor 1.00", {"vq1_factor": 1.0}, {}),
+    ("D0 0.5 ms", {"vq0_target": "500us", "vq0_limit": "2ms"}, {}),
+    ("D0 2 ms", {"vq0_target": "2ms", "vq0_limit": "8ms"}, {}),
+    ("D1 5 ms", {"vq1_target": "5ms", "vq1_limit": "20ms"}, {}),
+    ("D1 20 ms", {"vq1_target": "20ms", "vq1_limit": "80ms"}, {}),
+    ("VQ limits 2x target", {"vq0_limit": "2ms", "vq1_limit": "20ms"}, {}),
+    ("VQ limits 8x target", {"vq0_limit": "8ms", "vq1_limit": "80ms"}, {}),
+    ("VQ ideal (highest PV served first)", {"vq_model": "ideal"}, {}),
+    ("CTV rule budget", {"ctv_rule": "budget"}, {}),
+    ("waiting bytes not counted", {"count_waiting": False}, {}),
+    ("marker rate_window 10 ms", {}, {"rate_window": "10ms"}),
+    ("marker rate_window 40 ms", {}, {"rate_window": "40ms"}),
+    ("marker token_bucket", {}, {"method": "token_bucket"}),
+)
+SENSITIVITY_CCS = ("dctcp", "bbr2-l4s")
+#: Alternative het-RTT phases (also our choice) for the same sensitivity:
+#: unequal RTT groups one at a time, then all at five flows.
+HET_PHASES_ALT = ((1, 0, 0, 1), (0, 1, 1, 0), (5, 5, 5, 5), (1, 10, 1, 10))
+#: The 10 Gbit/s regrowth check: the same phases at this length (s).
+LONG_PHASE_S = 40.0
+
 
 def phase_name(counts: tuple[int, ...]) -> str:
     return "-".join(str(n) for n in counts)
@@ -176,27 +206,40 @@ class VdqCsaqm(Experiment):
     def __init__(self, phase_s: float = PHASE_S, settle_s: float = SETTLE_S):
         self.phase_s, self.settle_s = phase_s, settle_s
 
-    def windows(self, n_phases: int, names: list[str]) -> tuple[tuple[str, float, float], ...]:
+    def windows(self, n_phases: int, names: list[str], phase_s: float | None = None) -> tuple[tuple[str, float, float], ...]:
+        phase_s = phase_s or self.phase_s
         out = []
         for i, name in enumerate(names[:n_phases]):
-            t0, t1 = i * self.phase_s, (i + 1) * self.phase_s
+            t0, t1 = i * phase_s, (i + 1) * phase_s
             out.append((name, t0 + self.settle_s, t1))
-            out += [(f"{name}@settle{s:g}", t0 + s, t1) for s in SETTLE_SENSITIVITY_S if s < self.phase_s]
+            out += [(f"{name}@settle{s:g}", t0 + s, t1) for s in SETTLE_SENSITIVITY_S if s < phase_s]
         return tuple(out)
 
-    def phased(self, aqm: str, cc: str, rate: str) -> Case:
+    def phased(self, aqm: str, cc: str, rate: str, *, variant: str = "", aqm_params: dict[str, Any] | None = None,
+               marker: dict[str, Any] | None = None, phase_s: float | None = None) -> Case:  # fmt: skip
+        """One run of the slides' phases; a ``variant`` (a sensitivity row:
+        changed VDQ-CSAQM params, marker keys or phase length) is tagged
+        kind ``sens`` and never judged."""
         cc_name, ecn, params = CCS[cc]
+        phase_s = phase_s or self.phase_s
         flows = []
         for idx, (label, c, e, p) in enumerate(((cc, cc_name, ecn, params), (CLASSIC, "cubic", "off", {}))):
-            base: dict[str, Any] = {"cc": c, "label": label, "rtt": "5ms", "ecn": e, "marker": {}}
+            base: dict[str, Any] = {"cc": c, "label": label, "rtt": "5ms", "ecn": e, "marker": dict(marker or {})}
             if p:
                 base["params"] = dict(p)
-            flows += phase_groups([ph[idx] for ph in PHASES], self.phase_s, base)
+            flows += phase_groups([ph[idx] for ph in PHASES], phase_s, base)
         names = [phase_name(p) for p in PHASES]
-        return Case(f"{aqm}/{cc}/{rate}", self._scenario(aqm, rate, flows, len(PHASES), f"{cc} vs CUBIC phases"),
-                    {"aqm": aqm, "cc": cc, "rate": rate, "kind": "phased"}, self.windows(len(PHASES), names))  # fmt: skip
+        scenario = self._scenario(aqm, rate, flows, len(PHASES), f"{cc} vs CUBIC phases", phase_s)
+        if aqm_params:
+            scenario["bottleneck"]["params"] = dict(aqm_params)
+        tags = {"aqm": aqm, "cc": cc, "rate": rate, "kind": "sens" if variant else "phased"}
+        label = f"{aqm}/{cc}/{rate}"
+        if variant:
+            tags["variant"], label = variant, f"{label}/{variant}"
+        # Sensitivity rows run seed 1 only (docs/results/vdq-csaqm.md says so).
+        return Case(label, scenario, tags, self.windows(len(PHASES), names, phase_s), (1,) if variant else None)
 
-    def het(self, aqm: str, cc: str) -> Case:
+    def het(self, aqm: str, cc: str, phases: tuple[tuple[int, ...], ...] = HET_PHASES) -> Case:
         cc_name, ecn, params = CCS[cc]
         flows = []
         groups = ((f"{cc}-5ms", cc_name, ecn, params, "5ms"), (f"{cc}-40ms", cc_name, ecn, params, "40ms"),
@@ -205,17 +248,21 @@ class VdqCsaqm(Experiment):
             base: dict[str, Any] = {"cc": c, "label": label, "rtt": rtt, "ecn": e, "marker": {}}
             if p:
                 base["params"] = dict(p)
-            flows += phase_groups([ph[idx] for ph in HET_PHASES], self.phase_s, base)
-        names = [phase_name(p) for p in HET_PHASES]
-        return Case(f"{aqm}/{cc}/het-rtt", self._scenario(aqm, "1g", flows, len(HET_PHASES), f"{cc} and CUBIC at 5/40 ms"),
-                    {"aqm": aqm, "cc": cc, "rate": "1g", "kind": "het"}, self.windows(len(HET_PHASES), names))  # fmt: skip
+            flows += phase_groups([ph[idx] for ph in phases], self.phase_s, base)
+        names = [phase_name(p) for p in phases]
+        alt = phases != HET_PHASES
+        return Case(f"{aqm}/{cc}/het-rtt" + ("/alt-phases" if alt else ""),
+                    self._scenario(aqm, "1g", flows, len(phases), f"{cc} and CUBIC at 5/40 ms"),
+                    {"aqm": aqm, "cc": cc, "rate": "1g", "kind": "het-alt" if alt else "het"},
+                    self.windows(len(phases), names), (1,) if alt else None)  # fmt: skip
 
-    def _scenario(self, aqm: str, rate: str, flows: list[dict[str, Any]], n: int, what: str) -> dict[str, Any]:
+    def _scenario(self, aqm: str, rate: str, flows: list[dict[str, Any]], n: int, what: str,
+                  phase_s: float | None = None) -> dict[str, Any]:  # fmt: skip
         rate_bps = {"1g": 1e9, "10g": 1e10}[rate]
         return {
             "name": f"vdq-csaqm-{aqm}-{rate}",
             "description": f"{what} through {aqm} at {RATES[rate]}",
-            "duration": f"{n * self.phase_s:g}s",
+            "duration": f"{n * (phase_s or self.phase_s):g}s",
             "warmup": "0s",
             "bottleneck": {"rate": RATES[rate], "buffer": "50ms", "aqm": aqm},
             "flows": flows,
@@ -241,11 +288,28 @@ class VdqCsaqm(Experiment):
             for cc in QUICK_HET_CCS if quick else HET_CCS:
                 out.append(self.het(aqm, cc))
         out.append(self.weighted("vdq_csaqm"))
+        if not quick:
+            out += self.sensitivity_cases()
+        return out
+
+    def sensitivity_cases(self) -> list[Case]:
+        """Full mode only: every VDQ-CSAQM choice varied one at a time (1 Gbit/s),
+        the alternative het-RTT phases, and 40 s phases at 10 Gbit/s."""
+        # "defaults" repeats the judged run's seed 1 (same scenario: a cache
+        # hit), so every row of a table compares one seed with one seed.
+        out = [self.phased("vdq_csaqm", cc, "1g", variant=name, aqm_params=a, marker=m)
+               for cc in SENSITIVITY_CCS for name, a, m in (("defaults", {}, {}),) + SENSITIVITY]  # fmt: skip
+        out += [self.het(aqm, cc, HET_PHASES_ALT) for aqm in AQMS for cc in ("dctcp", "bbr2-l4s")]
+        for aqm in AQMS:
+            out.append(self.phased(aqm, "dctcp", "10g", variant="20 s phases"))
+            out.append(self.phased(aqm, "dctcp", "10g", variant=f"{LONG_PHASE_S:g} s phases", phase_s=LONG_PHASE_S))
         return out
 
     def quick_skips(self) -> list[str]:
         return ["10 Gbit/s (every AQM and CC)", "the het-RTT runs of Prague and BBRv2 (L4S)",
-                "seeds 2 and 3 (full mode: 3 seeds per case)"]  # fmt: skip
+                "seeds 2 and 3 (full mode: 3 seeds per case)",
+                "the sensitivity runs (never judged): every VDQ-CSAQM and marker choice, alternative het-RTT phases, "
+                "40 s phases at 10 Gbit/s"]  # fmt: skip
 
     def showcase(self, quick: bool) -> list[str]:
         return [f"{aqm}/{cc}/1g" for cc in ("dctcp", "bbr2-l4s") for aqm in AQMS]
@@ -412,7 +476,9 @@ class VdqCsaqm(Experiment):
             out["settle-time sensitivity: VDQ-CSAQM worst per-flow deviation max(r, 1/r) over mixed phases"] = _md(
                 ["CC", "rate", f"settle {SETTLE_S:g} s (judged)"] + [f"settle {s:g} s" for s in SETTLE_SENSITIVITY_S],
                 sens)  # fmt: skip
-        return out
+        from aqmlab.reproduce import vdq_sensitivity
+
+        return {**out, **vdq_sensitivity.tables(runs)}
 
     def figures(self, runs: Runs) -> dict[str, Any]:
         from aqmlab.reproduce import vdq_plots

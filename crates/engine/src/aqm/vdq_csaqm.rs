@@ -45,6 +45,31 @@ use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
+/// How a virtual queue holds and serves its records (aqmlab's choice; the
+/// slides say only that a VQ stores PV and size and has a maximum size).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum VqModel {
+    /// Records in arrival order: the oldest are served first and discarded
+    /// first when the VQ is full (the VQ describes the most recent traffic).
+    Fifo,
+    /// Bytes per value only: the highest values are served first and the
+    /// lowest discarded first (an ideal PPV server; ppv-facts' reading).
+    Ideal,
+}
+
+/// Which share of a VQ's bytes a CTV signals once the VQ exceeds its target
+/// (aqmlab's choice; the slides give only the inputs: histogram and D_i).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CtvRule {
+    /// The excess over `D_i·C_vi`, relative to one update period's service.
+    ExcessShare,
+    /// Everything outside the highest-valued `D_i·C_vi` bytes (the "ideal
+    /// PPV buffer" reading).
+    Budget,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct VdqCsaqmConfig {
@@ -72,6 +97,10 @@ pub struct VdqCsaqmConfig {
     pub l4s_ect: L4sEct,
     /// WRR weight (%) of the Classic queue; 0 = strict priority for L4S.
     pub classic_protection: u8,
+    pub vq_model: VqModel,
+    pub ctv_rule: CtvRule,
+    /// Count the bytes still waiting in the physical queue(s) towards a VQ's length.
+    pub count_waiting: bool,
 }
 
 impl Default for VdqCsaqmConfig {
@@ -99,6 +128,11 @@ impl Default for VdqCsaqmConfig {
             l4s_ect: L4sEct::L4s,
             // 0: strict priority, as the slides.
             classic_protection: 0,
+            // Choices (docs/algorithms/ppv.md, with the sensitivity runs of
+            // `aqmlab reproduce vdq-csaqm --full`).
+            vq_model: VqModel::Fifo,
+            ctv_rule: CtvRule::ExcessShare,
+            count_waiting: true,
         }
     }
 }
@@ -129,10 +163,19 @@ pub struct VirtualQueue {
     last_ns: u64,
     /// Service not yet worth a byte, in bit·ns/1e9 units (exact integer drain).
     carry: u128,
+    model: VqModel,
+    rule: CtvRule,
+    /// Lowest and highest bins that may hold bytes (the ideal model's scans).
+    lo: usize,
+    hi: usize,
 }
 
 impl VirtualQueue {
     pub fn new(rate_bps: u64, target_ns: u64, limit_ns: u64) -> Self {
+        Self::with_model(rate_bps, target_ns, limit_ns, VqModel::Fifo, CtvRule::ExcessShare)
+    }
+
+    pub fn with_model(rate_bps: u64, target_ns: u64, limit_ns: u64, model: VqModel, rule: CtvRule) -> Self {
         let bytes_at = |ns: u64| (rate_bps as u128 * ns as u128 / 8_000_000_000) as u64;
         VirtualQueue {
             rate_bps,
@@ -144,6 +187,10 @@ impl VirtualQueue {
             hist: vec![0; PV_MAX as usize + 1],
             last_ns: 0,
             carry: 0,
+            model,
+            rule,
+            lo: PV_MAX as usize,
+            hi: 0,
         }
     }
 
@@ -163,13 +210,17 @@ impl VirtualQueue {
     pub fn drain(&mut self, now_ns: u64) {
         let dt = now_ns.saturating_sub(self.last_ns);
         self.last_ns = self.last_ns.max(now_ns);
-        if self.records.is_empty() {
+        if self.bytes == 0 {
             self.carry = 0;
             return;
         }
         let total = self.rate_bps as u128 * dt as u128 + self.carry;
         let mut serve = (total / 8_000_000_000) as u64;
         self.carry = total % 8_000_000_000;
+        if self.model == VqModel::Ideal {
+            self.take_bytes(serve, true);
+            return;
+        }
         while let Some(h) = self.records.front() {
             let left = h.size as u64 - self.head_served;
             if serve < left {
@@ -182,14 +233,39 @@ impl VirtualQueue {
         self.carry = 0; // emptied: no service credit while idle
     }
 
-    /// Add a packet's record at `now_ns`, discarding the oldest records when full.
+    /// Ideal model: remove `n` bytes from the highest bins (`from_top`,
+    /// service) or the lowest (overflow). An emptied VQ drops its carry.
+    fn take_bytes(&mut self, mut n: u64, from_top: bool) {
+        while n > 0 && self.bytes > 0 {
+            let bin = if from_top { &mut self.hi } else { &mut self.lo };
+            while self.hist[*bin] == 0 {
+                if from_top { *bin -= 1 } else { *bin += 1 }
+            }
+            let t = n.min(self.hist[*bin]);
+            self.hist[*bin] -= t;
+            self.bytes -= t;
+            n -= t;
+        }
+        if self.bytes == 0 {
+            (self.lo, self.hi, self.carry) = (PV_MAX as usize, 0, 0);
+        }
+    }
+
+    /// Add a packet's record at `now_ns`, discarding the oldest records (FIFO
+    /// model) or the lowest-valued bytes (ideal model) when full.
     pub fn push(&mut self, now_ns: u64, pv: u32, size: u32) {
         self.drain(now_ns);
-        while !self.records.is_empty() && self.bytes + size as u64 > self.limit_bytes {
-            self.pop_head();
-        }
         let pv = pv.min(PV_MAX) as u16;
-        self.records.push_back(VqRecord { pv, size });
+        if self.model == VqModel::Ideal {
+            let over = (self.bytes + size as u64).saturating_sub(self.limit_bytes);
+            self.take_bytes(over, false);
+            (self.lo, self.hi) = (self.lo.min(pv as usize), self.hi.max(pv as usize));
+        } else {
+            while !self.records.is_empty() && self.bytes + size as u64 > self.limit_bytes {
+                self.pop_head();
+            }
+            self.records.push_back(VqRecord { pv, size });
+        }
         self.hist[pv as usize] += size as u64;
         self.bytes += size as u64;
     }
@@ -208,8 +284,14 @@ impl VirtualQueue {
         if held <= self.target_bytes || self.bytes == 0 {
             return None;
         }
-        let per_period = (self.rate_bps as u128 * period_ns as u128 / 8_000_000_000).max(1) as f64;
-        let f = ((held - self.target_bytes) as f64 / per_period).min(1.0);
+        let excess = (held - self.target_bytes) as f64;
+        let f = match self.rule {
+            CtvRule::ExcessShare => {
+                let per_period = (self.rate_bps as u128 * period_ns as u128 / 8_000_000_000).max(1) as f64;
+                (excess / per_period).min(1.0)
+            }
+            CtvRule::Budget => excess / held as f64,
+        };
         let share = f * self.bytes as f64;
         let mut below = 0u64;
         for v in 0..=PV_MAX {
@@ -236,6 +318,7 @@ pub struct VdqCsaqm {
     ctv0: Option<u32>,
     ctv1: Option<u32>,
     classic_ecn: bool,
+    count_waiting: bool,
     update_interval_ns: u64,
     next_timer_ns: u64,
 }
@@ -263,11 +346,12 @@ impl VdqCsaqm {
         let dq = DualQueue::new(env.limit, env.mtu_bytes, cfg.l4s_ect, SchedulerKind::Wrr, cfg.classic_protection, 0)?;
         Ok(VdqCsaqm {
             dq,
-            vq0: VirtualQueue::new(rate(cfg.vq0_factor), cfg.vq0_target_ns, cfg.vq0_limit_ns),
-            vq1: VirtualQueue::new(rate(cfg.vq1_factor), cfg.vq1_target_ns, cfg.vq1_limit_ns),
+            vq0: VirtualQueue::with_model(rate(cfg.vq0_factor), cfg.vq0_target_ns, cfg.vq0_limit_ns, cfg.vq_model, cfg.ctv_rule),
+            vq1: VirtualQueue::with_model(rate(cfg.vq1_factor), cfg.vq1_target_ns, cfg.vq1_limit_ns, cfg.vq_model, cfg.ctv_rule),
             ctv0: None,
             ctv1: None,
             classic_ecn: cfg.classic_ecn,
+            count_waiting: cfg.count_waiting,
             update_interval_ns: cfg.update_interval_ns,
             next_timer_ns: cfg.update_interval_ns,
         })
@@ -333,8 +417,9 @@ impl Qdisc for VdqCsaqm {
         let now = ctx.now_ns;
         self.vq0.drain(now);
         self.vq1.drain(now);
-        self.ctv0 = self.vq0.ctv(self.update_interval_ns, self.dq.l.bytes());
-        self.ctv1 = self.vq1.ctv(self.update_interval_ns, self.dq.bytes());
+        let (w0, w1) = if self.count_waiting { (self.dq.l.bytes(), self.dq.bytes()) } else { (0, 0) };
+        self.ctv0 = self.vq0.ctv(self.update_interval_ns, w0);
+        self.ctv1 = self.vq1.ctv(self.update_interval_ns, w1);
         self.next_timer_ns = now + self.update_interval_ns;
     }
     fn probe_names(&self) -> &'static [&'static str] {

@@ -70,6 +70,58 @@ fn vq_serves_records_at_its_rate_and_forgets_their_values() {
 }
 
 #[test]
+fn ideal_vq_serves_the_highest_values_first_and_discards_the_lowest() {
+    // 12 Mbit/s = 1500 B/ms; limit 10 ms = 15000 B.
+    let mut vq = VirtualQueue::with_model(12_000_000, 3_000_000, 10_000_000, VqModel::Ideal, CtvRule::ExcessShare);
+    for pv in [50, 10, 30, 20, 40] {
+        vq.push(0, pv, 1500);
+    }
+    vq.drain(2_500_000); // 3750 B from the top: 50 and 40 gone, half of 30
+    assert_eq!((vq.bytes(), vq.hist[50], vq.hist[40], vq.hist[30]), (3750, 0, 0, 750));
+    // Overflow: 8 more records make 15750 B; the 750 B over the limit leave the lowest bin.
+    for _ in 0..8 {
+        vq.push(2_500_000, 60, 1500);
+    }
+    assert_eq!((vq.bytes(), vq.hist[10], vq.hist[20]), (15_000, 750, 1500));
+    // Served to empty: no carry or stale bounds survive.
+    vq.drain(1_000_000_000);
+    assert_eq!(vq.bytes(), 0);
+    vq.push(1_000_000_000, 7, 1500);
+    assert_eq!((vq.hist[7], vq.lo, vq.hi), (1500, 7, 7));
+}
+
+#[test]
+fn budget_rule_signals_everything_outside_the_highest_valued_target_bytes() {
+    // Target 3 ms = 4500 B: the three highest-valued records are kept.
+    let mut vq = VirtualQueue::with_model(12_000_000, 3_000_000, 100_000_000, VqModel::Fifo, CtvRule::Budget);
+    for pv in 1..=10 {
+        vq.push(0, pv * 10, 1500);
+    }
+    // 15000 B held, 10500 B over: 70 % of the bytes, the seven lowest records.
+    assert_eq!(vq.ctv(10_000_000, 0), Some(70));
+    // 1500 B still waiting in the physical queue use budget too: eight records.
+    assert_eq!(vq.ctv(10_000_000, 1500), Some(80));
+}
+
+#[test]
+fn waiting_bytes_count_towards_the_vq_only_with_count_waiting() {
+    // 1,000 Classic packets (1.5 MB) arrive at once; ten have left by the
+    // first update. VQ1 (10 ms at 0.98 Gbit/s = 1.225 MB) holds 15 kB, the
+    // physical queue 1.485 MB more.
+    for (count_waiting, want_ctv) in [(true, true), (false, false)] {
+        let mut h = vdq(VdqCsaqmConfig { count_waiting, ..VdqCsaqmConfig::default() });
+        for i in 0..1000 {
+            h.enqueue(0, pkt(i % 4, Ecn::NotEct, 100));
+        }
+        for _ in 0..10 {
+            h.dequeue(10_000_000);
+        }
+        h.timer(10_000_000);
+        assert_eq!(h.q.ctv1().is_some(), want_ctv, "count_waiting = {count_waiting}");
+    }
+}
+
+#[test]
 fn full_vq_discards_its_oldest_records() {
     // Limit 2 ms = 3000 B: two records.
     let mut vq = VirtualQueue::new(12_000_000, 1_000_000, 2_000_000);

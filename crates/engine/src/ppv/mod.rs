@@ -23,6 +23,8 @@
 //! the PPV papers express Gold/Silver policies.
 
 pub mod marker;
+pub mod token_bucket;
+pub mod tvf;
 
 /// Largest packet value (12 bits: histograms in core nodes have one bin per value).
 pub const PV_MAX: u32 = 4095;
