@@ -15,7 +15,10 @@ writes, so no engine change is needed:
   fraction to within them);
 * queueing delay percentiles: the sojourn samples (``sojourn_samples``, one
   per ``metrics.sojourn_samples_every`` dequeued packets) whose dequeue time
-  falls in the window (null when sampling is off or none fell in it).
+  falls in the window (null when sampling is off or none fell in it);
+* a controller's probes (``probes``, one row per metrics interval, e.g.
+  PIE's ``p`` and ``burst_ms``): per owner and probe, the mean of the
+  samples in the window and the share of them above zero.
 
 Window ends are rounded to the time-series samples (``metrics.interval``):
 give ends that are multiples of it. A flow is ``active`` in a window when its
@@ -53,7 +56,8 @@ def _at(t_ns: Any, values: Any, t: int) -> float:
 
 def window_stats(tables: Mapping[str, Mapping[str, Any]], summary: Mapping[str, Any],
                  windows: Sequence[Window]) -> list[dict[str, Any]]:  # fmt: skip
-    """Per-window statistics of one run (see the module docstring).
+    """Per-window statistics of one run (see the module docstring); NaN
+    samples of a probe are left out of its statistics.
 
     ``tables``: the engine's tables as columns (name -> column -> numpy
     array or list of str); ``summary``: the run's summary (with its
@@ -105,6 +109,7 @@ def window_stats(tables: Mapping[str, Mapping[str, Any]], summary: Mapping[str, 
         o = np.argsort(s_t_all[idx], kind="stable")
         samples[k] = (s_t_all[idx][o], s_v_all[idx][o])
 
+    probe_rows = _probe_rows(tables)
     out = []
     for name, t0_s, t1_s in windows:
         t0, t1 = int(round(t0_s * 1e9)), int(round(t1_s * 1e9))
@@ -138,7 +143,37 @@ def window_stats(tables: Mapping[str, Mapping[str, Any]], summary: Mapping[str, 
             rate = rate_of.get(q, 0.0)
             d["departures"] = dep
             d["utilization"] = dep * mtu * 8 / (rate * length_s) if rate > 0 and length_s > 0 else None
-        out.append({"name": name, "start_s": t0 / 1e9, "end_s": t1 / 1e9, "flows": flows, "queues": queues})
+        w = {"name": name, "start_s": t0 / 1e9, "end_s": t1 / 1e9, "flows": flows, "queues": queues}
+        if probe_rows:
+            w["probes"] = _probe_stats(probe_rows, t0, t1)
+        out.append(w)
+    return out
+
+
+def _probe_rows(tables: Mapping[str, Mapping[str, Any]]) -> dict[tuple[str, str], tuple[Any, Any]]:
+    """(owner, probe) -> (sample times, values), from the ``probes`` table."""
+    import numpy as np
+
+    pr = tables.get("probes") or {}
+    t = np.asarray(pr.get("t_ns", []), dtype=np.int64)
+    v = np.asarray(pr.get("value", []), dtype=np.float64)
+    keys = list(zip(pr.get("owner", []), pr.get("probe", []), strict=True))
+    rows: dict[tuple[str, str], list[int]] = {}
+    for i, k in enumerate(keys):
+        rows.setdefault(k, []).append(i)
+    return {k: (t[idx], v[idx]) for k, idx in rows.items()}
+
+
+def _probe_stats(rows: dict[tuple[str, str], tuple[Any, Any]], t0: int, t1: int) -> dict[str, Any]:
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for (owner, probe), (t, v) in rows.items():
+        x = v[(t >= t0) & (t < t1)]
+        x = x[np.isfinite(x)]  # a probe may be undefined (NaN) at times
+        out.setdefault(owner, {})[probe] = (None if len(x) == 0 else
+                                            {"mean": float(x.mean()), "positive_share": float((x > 0).mean()),
+                                             "samples": int(len(x))})  # fmt: skip
     return out
 
 
@@ -146,6 +181,6 @@ def result_window_stats(result: Any, windows: Sequence[Window]) -> list[dict[str
     """:func:`window_stats` of a :class:`~aqmlab.results.Result`."""
     from aqmlab.results import _table_columns
 
-    tables = {n: _table_columns(result._arrow[n]) for n in ("flows", "flow_ts", "queue_ts", "sojourn_samples")
+    tables = {n: _table_columns(result._arrow[n]) for n in ("flows", "flow_ts", "queue_ts", "sojourn_samples", "probes")
               if n in result._arrow}  # fmt: skip
     return window_stats(tables, result.summary, windows)
