@@ -19,10 +19,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("aqmlab.results",),  # one run's results
     ("aqmlab.plots", "aqmlab.report", "aqmlab.windows"),  # figures, HTML and per-window statistics of one run
     ("aqmlab.compare", "aqmlab.sweep_report"),  # views over several runs
-    ("aqmlab.sweep",),  # grids, cache, process pools, statistics
+    ("aqmlab.runner",),  # points, the content-hash cache, the local and dask backends
+    ("aqmlab.tables",),  # runs/flows tables and statistics over replications
+    ("aqmlab.sweep",),  # sweep files and grids, SweepResult, the sweep function
     ("aqmlab.bench", "aqmlab.reproduce", "aqmlab.validation"),  # library commands
     ("aqmlab.validation.command", "aqmlab.reproduce.docgen", "aqmlab.validation.docgen"),  # commands' parts, doc tools
-    ("aqmlab.cli",),  # the command line
+    ("aqmlab.cli",),  # the command line: main and the parser, cli.common, one module per command
     ("aqmlab.__main__", "aqmlab._docgen"),  # entry points above it
 ]
 
@@ -95,6 +97,8 @@ def test_nothing_below_the_cli_imports_it() -> None:
 
 
 @pytest.mark.parametrize(("mod", "planted"), [("aqmlab.scenario", "from aqmlab.sweep import Cache"),
+                                             ("aqmlab.runner", "from aqmlab.tables import runs_table"),
+                                             ("aqmlab.cli.common", "from aqmlab.__main__ import main"),
                                              ("aqmlab.bench", "    from aqmlab.cli import main"),
                                              ("aqmlab.reproduce.dualq", "import aqmlab.validation")])  # fmt: skip
 def test_the_checker_catches_a_planted_upward_import(mod: str, planted: str) -> None:

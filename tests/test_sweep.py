@@ -41,13 +41,13 @@ def test_grid_expands_to_every_combination_and_seed() -> None:
 
 def test_a_rebuilt_engine_does_not_read_the_old_builds_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """Same scenario and version, another engine binary: another cache key."""
-    from aqmlab import sweep as sweep_mod
+    from aqmlab import runner
 
     normalized = spec().points()[0].normalized
-    before = sweep_mod.content_hash(normalized)
-    assert sweep_mod.content_hash(normalized) == before  # stable within a build
-    monkeypatch.setattr(sweep_mod, "engine_build_id", lambda: "another build")
-    assert sweep_mod.content_hash(normalized) != before
+    before = runner.content_hash(normalized)
+    assert runner.content_hash(normalized) == before  # stable within a build
+    monkeypatch.setattr(runner, "engine_build_id", lambda: "another build")
+    assert runner.content_hash(normalized) != before
 
 
 def test_second_run_is_all_cache_hits(tmp_path: Path) -> None:
@@ -101,7 +101,8 @@ def test_interrupted_parallel_sweep_resumes(tmp_path: Path) -> None:
 
 
 def test_failed_run_is_reported_and_never_removes_cached_successes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import aqmlab.sweep as sw
+    import aqmlab.runner as sw  # where the runs happen (run_points calls sw._simulate)
+    from aqmlab.sweep import SweepFailed
 
     cache = tmp_path / "cache"
     sweep_fn(spec(seeds=1), jobs=1, cache_dir=cache)
@@ -115,7 +116,7 @@ def test_failed_run_is_reported_and_never_removes_cached_successes(tmp_path: Pat
 
     monkeypatch.setattr(sw, "_simulate", flaky)
     # Failures are impossible to miss: the API raises, with what did run.
-    with pytest.raises(sw.SweepFailed, match="4 of 8 runs failed") as info:
+    with pytest.raises(SweepFailed, match="4 of 8 runs failed") as info:
         sweep_fn(spec(seeds=2), jobs=1, cache_dir=cache, out=tmp_path / "o")
     assert info.value.result.failed == 4 and (tmp_path / "o" / "runs.parquet").exists()
     res = sweep_fn(spec(seeds=2), jobs=1, cache_dir=cache, allow_failures=True)

@@ -52,14 +52,7 @@ __all__ = [
     "validate",
 ]
 
-# `aqmlab.sweep` is a module that is also callable: aqmlab.sweep(...) is
-# aqmlab.sweep.sweep(...), whichever way it was imported. Like the rest it
-# loads on first use (`aqmlab run` does not need it).
-_LAZY_MODULES = {"sweep": "aqmlab.sweep"}
-
 _LAZY = {
-    "SweepResult": "aqmlab.sweep",
-    "SweepFailed": "aqmlab.sweep",
     "compare": "aqmlab.compare",
     "Result": "aqmlab.results",
     "run": "aqmlab.results",
@@ -80,7 +73,6 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from aqmlab import sweep
     from aqmlab.compare import compare
     from aqmlab.results import Result, run
     from aqmlab.scenario import (
@@ -99,12 +91,9 @@ if TYPE_CHECKING:
         loads,
         validate,
     )
-    from aqmlab.sweep import SweepFailed, SweepResult
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_MODULES:
-        return importlib.import_module(_LAZY_MODULES[name])
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module 'aqmlab' has no attribute '{name}'")
@@ -126,3 +115,12 @@ def registry() -> dict[str, Any]:
     """Every AQM and congestion control the engine knows, with summaries and
     default parameters: ``{"aqm": {name: {...}}, "cc": {...}, "ecn": [...]}``."""
     return json.loads(_registry_cached())
+
+
+# `aqmlab.sweep` is the function, imported eagerly and last: importing the
+# submodule `aqmlab.sweep` for the first time binds the package attribute
+# `sweep` to the module, and this import runs that first import before it
+# rebinds the name to the function, so nothing imported later replaces it.
+# Lazily, a later `from aqmlab.sweep import ...` would. The module is light
+# (standard library and aqmlab.scenario; pandas loads on first use).
+from aqmlab.sweep import SweepFailed, SweepResult, sweep  # noqa: E402

@@ -19,7 +19,7 @@ END = "<!-- END GENERATED -->"
 
 def generated_block() -> str:
     import aqmlab
-    from aqmlab.cli import registry_markdown
+    from aqmlab.cli.registry import registry_markdown
 
     return registry_markdown(aqmlab.registry())
 

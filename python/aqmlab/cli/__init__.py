@@ -1,0 +1,205 @@
+"""The ``aqmlab`` command.
+
+    aqmlab run SCENARIO.toml [--out DIR]      run one scenario
+    aqmlab report DIR                         plots and report.html of a saved run
+    aqmlab compare DIR1 DIR2 [...]            saved runs side by side
+    aqmlab validate SCENARIO.toml             check it, run nothing
+    aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
+    aqmlab reproduce NAME | --list            the seed papers' experiments
+    aqmlab bench [--json]                     performance benchmark
+    aqmlab registry                           AQMs and CCs with their defaults
+    aqmlab validation [--quick] [--out DIR]   models against laws, themselves, ns-3
+
+Invalid input (scenario, TOML syntax, sweep grid) prints one line,
+``aqmlab: error: <message>``, on stderr and exits with code 2. Ctrl-C exits
+with 130; finished sweep runs stay cached. Set AQMLAB_DEBUG=1 for tracebacks.
+
+The parser and ``main`` are here; each command is in its own module
+(``aqmlab.cli.run``: validate and run, ``.report``: report and compare,
+``.sweep``, ``.registry``); reproduce, bench and validation are library code
+with their own ``cli_*`` entry points; ``.common`` holds what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
+
+from aqmlab import _engine
+from aqmlab.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _add_plot_options
+from aqmlab.cli.registry import cmd_registry
+from aqmlab.cli.report import cmd_compare, cmd_report
+from aqmlab.cli.run import cmd_run, cmd_validate
+from aqmlab.cli.sweep import cmd_sweep
+from aqmlab.scenario import ScenarioError
+
+__all__ = ["main", "build_parser"]
+
+
+# ---------------------------------------------------------------------------
+# reproduce and bench live in their own modules.
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from aqmlab.reproduce import cli_reproduce
+
+    return cli_reproduce(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from aqmlab.bench import cli_bench
+
+    return cli_bench(args)
+
+
+# ---------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # one line plus usage, exit 2 (argparse's convention)
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"aqmlab: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from aqmlab.bench import METRICS  # standard library only: cheap at start-up
+
+    p = _Parser(prog="aqmlab", description="Packet-level AQM and congestion-control experiments.")
+    p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="run one scenario",
+                       description="Run one scenario; write the summary and tables (and on request plots and a report).")  # fmt: skip
+    r.add_argument("file", help="scenario TOML file")
+    r.add_argument("--out", help="output directory (default: out/<file stem>)")
+    r.add_argument("--seed", type=int, help="override the scenario's seed")
+    r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a value, e.g. --set bottleneck.aqm=step --set 'flows[0].count=4'")  # fmt: skip
+    r.add_argument("--plots", action=argparse.BooleanOptionalAction, default=False,
+                   help="also write PNG plots in DIR/plots (default: no)")  # fmt: skip
+    r.add_argument("--report", action=argparse.BooleanOptionalAction, default=False,
+                   help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
+    r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
+    _add_plot_options(r)
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
+    r.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
+    r.add_argument("--max-memory", metavar="SIZE", help="refuse a run estimated to need more, e.g. 8GB "
+                   "(default: the memory available on this machine)")  # fmt: skip
+    r.add_argument("--max-time", metavar="DURATION", help="refuse a run estimated to take longer, e.g. 30min")
+    r.add_argument("--force", action="store_true", help="run even when the estimate exceeds the limits")
+    r.set_defaults(func=cmd_run)
+
+    rep = sub.add_parser("report", help="write the plots and report.html of a saved run (or sweep)",
+                         description="Render the PNG plots and report.html from a directory written by aqmlab run.")  # fmt: skip
+    rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
+    _add_plot_options(rep)
+    rep.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="compare saved runs side by side (table, overlaid plots, HTML)")
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="directories written by aqmlab run (two or more)")
+    c.add_argument("--out", help="output directory (default: out/compare)")
+    c.add_argument("-q", "--quiet", action="store_true", help="write the files, print nothing")
+    c.add_argument("--json", action="store_true", help="print the table as JSON (metric -> run -> value)")
+    c.set_defaults(func=cmd_compare)
+
+    v = sub.add_parser("validate", help="check a scenario (runs nothing)")
+    v.add_argument("file", help="scenario TOML file")
+    v.add_argument("--show", action="store_true", help="print the normalised scenario (all defaults) as TOML")
+    v.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a value first")
+    v.add_argument("-q", "--quiet", action="store_true", help="print nothing; the exit code says it (0 ok, 2 invalid)")
+    v.add_argument("--json", action="store_true", help="print the normalised scenario as JSON")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
+    s.add_argument("file", help="sweep TOML file")
+    s.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    s.add_argument("--backend", choices=["local", "dask"], default="local", help="local process pool or dask")
+    s.add_argument("--scheduler", help="dask scheduler address (default: a local dask cluster)")
+    s.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
+    s.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
+    s.add_argument("--seeds", type=int, help="override the number of seeds (1..N)")
+    s.add_argument("--out", help="output directory (default: out/<sweep name>)")
+    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables (failures are still printed)")
+    s.add_argument("--json", action="store_true", help="print sweep.json's counts and the statistics as JSON")
+    s.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("reproduce", help="re-run a seed paper's experiment and compare with its claims")
+    rp.add_argument("name", nargs="?", help="experiment name (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the experiments")
+    mode = rp.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="the decisive cases, short (seconds to a minute)")
+    mode.add_argument("--full", action="store_true", help="the whole grid at the paper's durations, 3 seeds (the default; "
+                      "may take hours on 2 cores, resumable from the cache)")  # fmt: skip
+    rp.add_argument("--out", help="output directory (default: out/reproduce/<name>)")
+    rp.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
+    rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
+    rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
+    rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar or table (the files are written)")
+    rp.add_argument("--json", action="store_true", help="print claims.json on stdout instead of the table")
+    rp.set_defaults(func=cmd_reproduce)
+
+    b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)")
+    b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    b.add_argument("--only", action="append", metavar="NAME", help="run only this scenario (repeatable)")
+    b.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median is reported")
+    b.add_argument("--duration", help="override the simulated duration (smoke tests; not comparable)")
+    b.add_argument("--rate", help="override the bottleneck rate, e.g. 100Gbps (scaling studies; not comparable)")
+    b.add_argument("--metrics", default="default", choices=METRICS,
+                   help="metric set: default (histograms, counters), off (counters only), samples (+ every sojourn)")  # fmt: skip
+    b.add_argument("--list", action="store_true", help="list the scenarios")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (the table or JSON only)")
+    b.set_defaults(func=cmd_bench)
+
+    g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")
+    g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
+    g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
+    g.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
+    g.set_defaults(func=cmd_registry)
+
+    from aqmlab.validation.command import add_parser as add_validation
+
+    add_validation(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    # The CLI only writes image files: no display backend. Set for this
+    # process only, and never by the library (notebooks keep inline figures).
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    args = build_parser().parse_args(argv)
+    debug = bool(os.environ.get("AQMLAB_DEBUG"))
+    try:
+        return int(args.func(args))
+    except ScenarioError as e:  # includes SweepError and unavailable experiments
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        note = "; finished runs are cached, re-run to resume" if args.command in ("sweep", "reproduce") else ""
+        sys.stderr.write(f"aqmlab: interrupted{note}\n")
+        return EXIT_INTERRUPTED
+    except RuntimeError as e:  # the engine failed (panic, broken invariant)
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        sys.stderr.write(f"aqmlab: engine error: {e}\n")
+        return EXIT_FAILED
+    except BrokenPipeError:
+        # The reader went away (`aqmlab run X | head`): not an error. Point
+        # stdout at /dev/null so the interpreter's final flush stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except OSError as e:
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_FAILED

@@ -1,0 +1,79 @@
+"""What every command shares: exit codes, the consoles, the text parsers of
+--set/--max-time and the plot options. Imports nothing of the CLI (the
+commands and the parser in ``aqmlab.cli`` import it)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tomllib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from aqmlab.scenario import ScenarioError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _consoles() -> tuple[Console, Console]:
+    from aqmlab.console import consoles
+
+    return consoles()
+
+
+def _duration_s(text: str) -> float | None:
+    """Display only (the progress bar's length): the engine's normalised
+    duration text, e.g. "30s" or "1500ms", in seconds. Parsing for the
+    simulation is the engine's; None when the text is not in that form."""
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|min)", text.strip())
+    if not m:
+        return None
+    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}[m.group(2)]
+    return float(m.group(1)) * scale
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ScenarioError(f"--set {item}: write PATH=VALUE, e.g. --set bottleneck.aqm=step")
+        path, raw = item.split("=", 1)
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        out[path.strip()] = value
+    return out
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    from aqmlab.report import fmt
+
+    return fmt(v, digits)
+
+
+def _add_plot_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", default="png", metavar="FMT[,FMT]",
+                   help="plot formats besides the PNGs the report embeds: pdf, svg (e.g. --format pdf,svg)")  # fmt: skip
+    p.add_argument("--size", metavar="WxH(in|cm)", help="figure size, e.g. 3.5x2.5in: redrawn in the paper style")
+    p.add_argument("--dpi", type=int, default=110, help="PNG resolution (default: 110)")
+
+
+def _plot_options(args: argparse.Namespace) -> dict[str, Any]:
+    """--format/--size/--dpi checked, in save()'s terms; bad values exit 2."""
+    from aqmlab._plot_options import FORMATS, parse_size_in
+
+    formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ScenarioError(f"--format: '{args.format}': allowed {', '.join(FORMATS)} (comma-separated)")
+    if not 30 <= args.dpi <= 1200:
+        raise ScenarioError(f"--dpi: {args.dpi}: allowed 30 to 1200")
+    try:
+        size = parse_size_in(args.size) if args.size else None
+    except ValueError as e:
+        raise ScenarioError(f"--size: {e}") from None
+    return {"formats": formats, "size_in": size, "dpi": args.dpi}
