@@ -26,6 +26,7 @@ The 802.11 part (slides 12-14): a shared half-duplex WLAN medium
 (docs/algorithms/wlan.md) with the AQM on the access point's queue, 802.11g,
 target 5 ms, 1/4/8/16 flows per sender, downlink and mixed up/downlink
 traffic, 180 s runs (see "802.11 WLAN" in docs/results/aqm-kids.md).
+The FQ-CoDel slides (15-16): :mod:`aqmlab.reproduce.aqm_kids_fq`.
 
 Per-packet RTT is base RTT + bottleneck sojourn (the reverse path is
 uncongested); the seed measured it with synthetic packet pairs and plots
@@ -38,6 +39,7 @@ import math
 from typing import Any
 
 from aqmlab.judging import Band, Tolerance
+from aqmlab.reproduce import aqm_kids_fq
 from aqmlab.reproduce.framework import (
     Case,
     Claim,
@@ -211,10 +213,11 @@ class AqmKids(Experiment):
         "as a second row) or Adaptive RED (target mapped to min_th/max_th as Floyd et al. 2001; sensitivity rows with "
         "their 5-packet floor and with Linux tc's EWMA weight) at equal target delays 5, 10, 20, 30 ms; a single flow and light/moderate/heavy load (4, 16, 64 "
         "flows) at 100 and 500 ms base RTT (60 s and 300 s runs, as the seed); ECN off vs on at 5 ms with 4, 16, 32, 64 "
-        "flows. Quick: targets 5 and 30 ms, 1/4/64 flows, both RTTs, ECN at 4 and 64 flows; full: every case; both at the "
+        "flows; FQ-CoDel against CoDel at 5 ms with 4-64 flows. Quick: targets 5 and 30 ms, 1/4/64 flows, both RTTs, ECN and "
+        "FQ-CoDel at 4 and 64 flows; full: every case; both at the "
         "seed's run lengths with seeds 1-10 (the seed's 10 runs)."
     )
-    requires_aqm = ("codel", "pie", "ared")
+    requires_aqm = ("codel", "pie", "ared", "fq_codel")
     requires_cc = ("reno",)
 
     def seeds(self, quick: bool) -> list[int]:
@@ -261,8 +264,8 @@ class AqmKids(Experiment):
 
     @staticmethod
     def _aqm(aqm: str, target_ms: int) -> tuple[str, dict[str, Any]]:
-        if aqm == "codel":
-            return "codel", {"target": f"{target_ms}ms", "interval": "100ms"}
+        if aqm in ("codel", "fq_codel"):
+            return aqm, {"target": f"{target_ms}ms", "interval": "100ms"}
         if aqm.startswith("pie"):
             return "pie", {**PIE_SETS["rfc8033" if aqm == "pie-rfc8033" else "seed"], "target": f"{target_ms}ms"}
         return "ared", ared_params(target_ms, aqm)
@@ -278,13 +281,7 @@ class AqmKids(Experiment):
         return out
 
     def scenario(self, aqm: str, target_ms: int, flows: int, rtt_ms: int, ecn: bool) -> dict[str, Any]:
-        if aqm == "codel":
-            engine, params = "codel", {"target": f"{target_ms}ms", "interval": "100ms"}
-        elif aqm.startswith("pie"):
-            engine = "pie"
-            params = {**PIE_SETS["rfc8033" if aqm == "pie-rfc8033" else "seed"], "target": f"{target_ms}ms"}
-        else:
-            engine, params = "ared", ared_params(target_ms, aqm)
+        engine, params = self._aqm(aqm, target_ms)
         if ecn:
             params.update(ecn_params(engine))
         return {
@@ -311,12 +308,12 @@ class AqmKids(Experiment):
             for aqm in SEED_AQMS
             for mix, n, st in self.wlan_grid(quick)
         ]
-        return wired + wlan
+        return wired + aqm_kids_fq.cases(self, quick) + wlan
 
     def quick_skips(self) -> list[str]:
         head = super().quick_skips()
-        return [*head, "targets 10 and 20 ms, moderate load (16 flows), ECN at 16 and 32 flows, and 802.11 downlink "
-                       "at 4 and 8 flows per sender"]  # fmt: skip
+        return [*head, "targets 10 and 20 ms, moderate load (16 flows), ECN at 16 and 32 flows, FQ-CoDel at 16 and 32 "
+                       "flows, and 802.11 downlink at 4 and 8 flows per sender"]  # fmt: skip
 
     def showcase(self, quick: bool) -> list[str]:
         return [f"{aqm}/5ms/64/100ms/ecn-off" for aqm in SEED_AQMS]
@@ -392,6 +389,7 @@ class AqmKids(Experiment):
                             f"with no spread; the model has no collisions, retries or rate adaptation) ({DOC}#bands)"),
                   lambda runs: runs.per_case(uplink_ack_loss, aqm="ared", medium="mixed", stations=WLAN_STATIONS[0],
                                              per_sender=[4, 8]), ""),
+            *aqm_kids_fq.claims(),
         ]  # fmt: skip
 
     # ---- figures and tables (shown, never judged) ----
@@ -524,7 +522,7 @@ class AqmKids(Experiment):
         goodput p10/p50/p90 (means over seeds / pooled intervals)."""
         rows = ["| base RTT | flows | target | AQM | ECN | RTT p10 / p50 / p90 (ms) | goodput 5 s p10 / p50 / p90 (Mbit/s) "
                 "| drop % | mark % |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-        order = {a: i for i, a in enumerate(AQMS)}
+        order = {a: i for i, a in enumerate((*AQMS, "fq_codel"))}
         for c in sorted((c for c in runs.cases if "medium" not in c.tags), key=lambda c: (c.tags["rtt_ms"], c.tags["ecn"], c.tags["flows"], c.tags["target_ms"],
                                                    order[c.tags["aqm"]])):  # fmt: skip
             r = self._rtt_box(runs, c)
@@ -533,7 +531,8 @@ class AqmKids(Experiment):
                         f"{'on' if c.tags['ecn'] else 'off'} | {r[0]:.1f} / {r[1]:.1f} / {r[2]:.1f} | "
                         f"{g[0]:.2f} / {g[1]:.2f} / {g[2]:.2f} | {100 * runs.mean(c.label, drop_prob):.2f} | "
                         f"{100 * runs.mean(c.label, mark_prob):.2f} |")  # fmt: skip
-        return {"cases": "\n".join(rows) + "\n", "sensitivity": self._sensitivity(runs), "wlan": self._wlan_table(runs)}
+        return {"cases": "\n".join(rows) + "\n", "sensitivity": self._sensitivity(runs), "wlan": self._wlan_table(runs),
+                "fq_codel": aqm_kids_fq.table(runs)}
 
     def _wlan_table(self, runs: Runs) -> str:
         """802.11 cases: goodput each way, the AP's and the stations' queue
