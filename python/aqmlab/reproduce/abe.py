@@ -47,6 +47,34 @@ MOTIVATION_FLOWS = (("reno", "10Mbps"), ("cubic", "20Mbps"))
 #: "Under-utilised": more than 5 % of the link unused, the same 5 % as the
 #: "significant" gain below (docs/results/abe.md#motivation).
 FULL_UTILISATION = 0.95
+#: "Simulation vs. model" (one NewReno flow @ 10 Mbps, RTT 100 ms, DropTail):
+#: DropTail buffers as fractions of the bandwidth-delay product. The seed's
+#: x axis is not legible; these span "1 BDP for full utilization" from below.
+MODEL_BUFFERS_BDP = (0.1, 0.25, 0.5, 0.75, 1.0)
+MODEL_RATE_BPS, MODEL_PKT_BYTES = 10e6, 1500
+#: The fluid model ignores the window's granularity (one packet in a BDP of
+#: 83, 1.2 %) and the round trip a loss takes to be detected (the window
+#: overshoots by about one packet per RTT of detection): within 0.03 of it.
+MODEL_TOLERANCE = 0.03
+
+
+def bdp_pkts(rtt_ms: float = BASE_RTT_MS) -> float:
+    return MODEL_RATE_BPS * rtt_ms / 1e3 / (8 * MODEL_PKT_BYTES)
+
+
+def sawtooth_utilisation(buffer_pkts: float, bdp: float, beta: float = 0.5) -> float:
+    """Link utilisation of one AIMD flow over a DropTail buffer (fluid
+    sawtooth, docs/results/abe.md#model): the window climbs one packet per
+    round trip from beta·(P+B) to P+B and is cut at the overflow. Below P the
+    link idles (round trip = base RTT); above P it is busy and the round trip
+    grows to W/C, so both parts are integrated in time. 1 when beta·(P+B) >= P."""
+    p, top = bdp, bdp + buffer_pkts
+    w0 = beta * top
+    if w0 >= p:
+        return 1.0
+    sent_idle, t_idle = (p * p - w0 * w0) / 2, p * (p - w0)  # packets; time in P-packet units of RTT/P
+    sent_busy = (top * top - p * p) / 2  # the link is saturated: packets = time
+    return (sent_idle + sent_busy) / (t_idle + sent_busy)
 
 
 def utilisation(s: dict[str, Any]) -> float | None:
@@ -100,6 +128,18 @@ class Abe(Experiment):
             "metrics": {"interval": "200ms"},
         }
 
+    def model_scenario(self, fraction: float) -> dict[str, Any]:
+        # A sawtooth cycle at 1 BDP is about 83 round trips (~12 s): run ~20.
+        return {
+            "name": f"abe-model-droptail-{fraction:g}bdp",
+            "description": f"one NewReno flow at 10 Mbit/s, 100 ms, DropTail buffer of {fraction:g} BDP",
+            "duration": "300s",
+            "warmup": "30s",
+            "bottleneck": {"rate": "10Mbps", "buffer": f"{round(fraction * bdp_pkts())}pkt", "aqm": "fifo"},
+            "flows": [{"cc": "reno", "label": "reno", "rtt": "100ms", "ecn": "off"}],
+            "metrics": {"interval": "200ms"},
+        }
+
     def cases(self, quick: bool) -> list[Case]:
         backoff = [
             Case(f"{cc}/{aqm}/{b}", self.scenario(aqm, cc, b, quick), {"cc": cc, "aqm": aqm, "beta_ecn": b})
@@ -114,7 +154,9 @@ class Abe(Experiment):
             for aqm in AQMS
             for rtt in (MOTIVATION_QUICK_RTTS_MS if quick else MOTIVATION_RTTS_MS)
         ]  # fmt: skip
-        return backoff + motivation
+        model = [Case(f"model/droptail/{f:g}bdp", self.model_scenario(f), {"kind": "model", "buffer_bdp": f})
+                 for f in MODEL_BUFFERS_BDP]  # fmt: skip
+        return backoff + motivation + model
 
     def showcase(self, quick: bool) -> list[str]:
         return ["reno/codel/0.5", "reno/codel/0.9"]
@@ -159,6 +201,19 @@ class Abe(Experiment):
                             f"Mbps (real-life tests): 'Under-utilization still a problem when RTT increases'; {util_why}"),
                   lambda runs: runs.per_case(utilisation, kind="motivation", cc="cubic", rtt_ms=[160, 240]), ""),
         ]  # fmt: skip
+        def model_gap(s: dict[str, Any]) -> float | None:
+            u = utilisation(s)
+            b = s["scenario"]["bottleneck"]["buffer"]
+            return None if u is None else u - sawtooth_utilisation(float(b.removesuffix("pkt")), bdp_pkts())
+
+        model = Claim(
+            "DropTail, one NewReno flow at 10 Mbit/s and 100 ms: utilisation against buffer size follows the sawtooth "
+            "model (measured minus model), per buffer size", "simulation vs. model",
+            Tolerance(Band.around(0.0, abs=MODEL_TOLERANCE), "theory", "seed 004, 'Simulation vs. model: One NewReno "
+                      "flow @ 10 Mbps, RTT 100ms, DropTail' and '1 BDP for full utilization'; the model is the fluid "
+                      f"AIMD sawtooth with beta 0.5; within {MODEL_TOLERANCE} of it, the model's own granularity "
+                      f"({doc}#model)"),
+            lambda runs: runs.per_case(model_gap, kind="model"), "")
         return [
             Claim("With ECN, goodput rises with beta_ecn (0.5 → 0.9), for each CC and AQM", "significant gain",
                   Tolerance(Band.at_least(1.05), "qualitative", f"{src}: a 'significant' gain; at least 5 % ({doc})"),
@@ -168,13 +223,14 @@ class Abe(Experiment):
                               f"({t:g} ms), which bounds the standing queue ({doc})"),
                     per_aqm(rtt_change, aqm), "ms") for aqm, t in targets.items()],
             *motivation,
+            model,
         ]  # fmt: skip
 
     def figures(self, runs: Runs) -> dict[str, Any]:
         import matplotlib.pyplot as plt
 
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-        for cc in sorted({c.tags["cc"] for c in runs.cases}):
+        for cc in sorted({c.tags["cc"] for c in runs.cases if "beta_ecn" in c.tags}):
             for aqm in AQMS:
                 g = [runs.mean_over(runs.select(aqm=aqm, beta_ecn=b, cc=cc), total_goodput) / 1e6 for b in BETAS]
                 r = [runs.mean_over(runs.select(aqm=aqm, beta_ecn=b, cc=cc), median_rtt) for b in BETAS]
@@ -207,4 +263,29 @@ class Abe(Experiment):
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
             figs["motivation"] = fig2
+        model = sorted(runs.select(kind="model"), key=lambda c: c.tags["buffer_bdp"])
+        if model:
+            import numpy as np
+
+            fig3, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+            xs = np.linspace(0, 1.2, 121)
+            ax.plot(xs, [sawtooth_utilisation(x * bdp_pkts(), bdp_pkts()) for x in xs], color="k", label="model (β = 0.5)")
+            ax.plot([c.tags["buffer_bdp"] for c in model], [runs.mean(c.label, utilisation) for c in model], "o",
+                    label="aqmlab, NewReno")  # fmt: skip
+            ax.set_xlabel("DropTail buffer (BDP)")
+            ax.set_ylabel("link utilisation")
+            ax.set_title("Simulation vs. model: one NewReno flow, 10 Mbit/s, 100 ms")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize="small")
+            figs["model"] = fig3
         return figs
+
+    def tables(self, runs: Runs) -> dict[str, str]:
+        """The model figure's points: buffer, measured and model utilisation."""
+        rows = ["| buffer (BDP) | buffer (packets) | measured utilisation | model | measured − model |",
+                "|---|---|---|---|---|"]
+        for c in sorted(runs.select(kind="model"), key=lambda c: c.tags["buffer_bdp"]):
+            b = round(c.tags["buffer_bdp"] * bdp_pkts())
+            u, m = runs.mean(c.label, utilisation), sawtooth_utilisation(b, bdp_pkts())
+            rows.append(f"| {c.tags['buffer_bdp']:g} | {b} | {u:.4f} | {m:.4f} | {u - m:+.4f} |")
+        return {"simulation vs model": "\n".join(rows) + "\n"} if len(rows) > 2 else {}
