@@ -68,3 +68,15 @@ def test_extra_figures_ride_along_unjudged():
     assert j.cases[0].extra == {"law_bps": 5e6} and j.cases[1].extra == {}
     assert j.verdict is Verdict.FAIL
     assert j.as_dict()["cases"][0]["extra"] == {"law_bps": 5e6} and "extra" not in j.as_dict()["cases"][1]
+
+
+def test_seeds_that_give_identical_figures_get_no_interval():
+    # A case with no randomness the seed reaches (one flow, no jitter): three
+    # "replications" are copies, so no interval, and the case says so.
+    same = replicate_mean([0.8022, 0.8022, 0.8022], [1, 2, 3])
+    assert same is not None and same.identical and same.interval95() is None
+    j = judge("c", TOL, [({"i": 0}, same)])
+    (case,) = j.cases
+    assert case.interval is None and "identical in all 3 seeds" in case.extra["note"]
+    varied = replicate_mean([0.80, 0.81, 0.82], [1, 2, 3])
+    assert varied is not None and not varied.identical and varied.interval95() is not None

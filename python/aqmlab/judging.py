@@ -165,10 +165,19 @@ class Replicates:
     def mean(self) -> float:
         return statistics.fmean(self.values)
 
+    @property
+    def identical(self) -> bool:
+        """Every seed gave the same figure: a case the seed's randomness
+        does not reach (one flow, no jitter: the runs are copies) or a figure
+        quantised coarser than the seeds' spread (a histogram bin)."""
+        return len(self.values) > 1 and min(self.values) == max(self.values)
+
     def interval95(self) -> tuple[float, float] | None:
-        """Student-t 95% interval of the mean; None with fewer than two seeds."""
+        """Student-t 95% interval of the mean; None with fewer than two seeds
+        or when the seeds gave identical figures (a zero-width interval would
+        claim a precision nobody measured)."""
         n = len(self.values)
-        if n < 2:
+        if n < 2 or self.identical:
             return None
         # Two-sided 97.5% quantiles of Student's t for small n (n-1 dof);
         # beyond 30 dof the normal 1.96 is within 4%.
@@ -316,6 +325,8 @@ def judge(
         seeds: tuple[int, ...] = ()
         if isinstance(fig, Replicates):
             interval, seeds, value = fig.interval95(), fig.seeds, fig.mean
+            if fig.identical:
+                extra.setdefault("note", f"identical in all {len(fig.seeds)} seeds: no interval")
         else:
             value = float(fig) if _finite(fig) else None  # type: ignore[arg-type]
         if value is None or math.isinf(value):

@@ -75,6 +75,8 @@ def _value(case: dict[str, Any], digits: int = 3) -> str:
     text = f"{m:.{digits}g}"
     if iv:
         text += f" [{iv[0]:.{digits}g}, {iv[1]:.{digits}g}]"
+    elif "identical" in str((case.get("extra") or {}).get("note", "")):
+        text += " (same in every seed)"
     return text + ("" if case.get("verdict") == "PASS" else f" **{case.get('verdict')}**")
 
 
