@@ -481,9 +481,9 @@ class VdqCsaqm(Experiment):
         return {**out, **vdq_sensitivity.tables(runs)}
 
     def figures(self, runs: Runs) -> dict[str, Any]:
-        from aqmlab.reproduce import vdq_plots
+        from aqmlab.reproduce import vdq_plots, vdq_sensitivity
 
-        return vdq_plots.figures(self, runs)
+        return {**vdq_plots.figures(self, runs), "sensitivity": vdq_sensitivity.figure(runs)}
 
 
 def _md(head: list[str], rows: list[list[Any]]) -> str:

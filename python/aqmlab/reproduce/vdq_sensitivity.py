@@ -79,3 +79,32 @@ def tables(runs: Runs) -> dict[str, str]:
         out["10 Gbit/s regrowth: DCTCP vs CUBIC utilisation per phase by phase length (seed 1)"] = _md(
             ["phase", "AQM"] + variants, rows)
     return out
+
+
+def figure(runs: Runs) -> Any:
+    """Worst per-flow deviation over the mixed phases for each one-change row
+    (the first table's third column), DCTCP and BBRv2 (L4S) side by side,
+    with the seed's 7:3 as a line; None without sensitivity rows."""
+    ccs = list(dict.fromkeys(c.tags["cc"] for c in runs.select(kind="sens", rate="1g")))
+    if not ccs:
+        return None
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = ["defaults"] + [n for n, _, _ in SENSITIVITY]
+    fig, ax = plt.subplots(figsize=(9, 4.5), layout="constrained")
+    width = 0.8 / len(ccs)
+    for i, cc in enumerate(ccs):
+        vals = []
+        for name in names:
+            (c,) = runs.select(kind="sens", rate="1g", cc=cc, variant=name) or (None,)
+            vals.append(choice_row(runs, c, name)[2] if c else math.nan)
+        ax.bar(np.arange(len(names)) + (i - (len(ccs) - 1) / 2) * width, vals, width, label=cc)
+    ax.axhline(WORST_FAIRNESS, color="k", lw=0.8, ls="--", label="seed's worst 7:3")
+    ax.set_yscale("log")
+    ax.set_xticks(np.arange(len(names)), names, rotation=40, ha="right", fontsize="small")
+    ax.set_ylabel("worst per-flow deviation max(r, 1/r)")
+    ax.set_title("VDQ-CSAQM: one choice changed per bar (1 Gbit/s, seed 1)")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, axis="y")
+    return fig
