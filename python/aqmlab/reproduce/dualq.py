@@ -150,8 +150,11 @@ class DualqCoexistence(Experiment):
         return [*grid, Case("pie/reno-x", self.reno_x_scenario(quick), {"aqm": "pie", "kind": "reno-x"})]
 
     def showcase(self, quick: bool) -> list[str]:
-        # 1+1 of every pairing, and PIE with 10+10 for its drop probability.
-        return [f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS] + ["pie/10d10c"]
+        # 1+1 of every pairing, PIE with 10+10 for its drop probability, and
+        # the two DualQs' 10+1 (their hardest mix) and 10+10 for the seed's
+        # per-flow throughput panels.
+        return ([f"{aqm}/1{cc[0]}1c" for aqm, cc in RUNS] + ["pie/10d10c"]
+                + [f"{aqm}/{m}" for aqm in ("curvy_red", "dualpi2") for m in ("10d1c", "10d10c")])  # fmt: skip
 
     def claims(self) -> list[Claim]:
         equal = Band.between(0.5, 2.0)

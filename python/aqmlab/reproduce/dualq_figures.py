@@ -42,10 +42,62 @@ def _pie_p(result: Any) -> tuple[np.ndarray, np.ndarray]:
     return p["t_s"].to_numpy(), p["value"].to_numpy()
 
 
+#: Per-flow throughput bins (s) of the throughput panels.
+BIN_S = 5.0
+
+
+def _per_flow_mbps(result: Any) -> dict[int, tuple[str, np.ndarray, np.ndarray]]:
+    """Flow id -> (label, bin end times in s, goodput in Mbit/s per BIN_S bin),
+    from each flow's cumulative delivered bytes."""
+    ts = result.tables["flow_ts"]
+    out = {}
+    for fid, g in ts.groupby("flow"):
+        t = g["t_ns"].to_numpy() / 1e9
+        b = g["delivered_bytes"].to_numpy().astype(float)
+        grid = np.arange(BIN_S, t.max() + 1e-9, BIN_S)
+        cum = np.interp(grid, t, b)
+        mbps = np.diff(np.concatenate([[0.0], cum])) * 8 / BIN_S / 1e6
+        out[int(fid)] = (str(g["label"].iloc[0]), grid, mbps)
+    return out
+
+
+def _panel_runs(runs: Runs) -> list[tuple[str, Any]]:
+    return sorted((label, r) for label, r in runs.showcased.items() if label.split("/")[0] in ("curvy_red", "dualpi2"))
+
+
+def throughput_panels(runs: Runs) -> Any:
+    """The seed's THROUGHPUT DUALQ slides: each flow's throughput over the
+    run (5 s bins), one panel per showcased mix, Y = [0:80/N] Mbit/s."""
+    import matplotlib.pyplot as plt
+
+    shown = _panel_runs(runs)
+    if not shown:
+        return None
+    cols = 3
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.6 * rows), layout="constrained", squeeze=False)
+    for ax, (label, r) in zip(axes.flat, shown):
+        flows = _per_flow_mbps(r)
+        for label_f, t, mbps in flows.values():
+            ax.plot(t, mbps, lw=0.7, color="#1f77b4" if label_f != "cubic" else "#d62728")
+        ax.set_ylim(0, 80 / max(1, len(flows)))
+        ax.set_xlim(0, r.summary["duration_s"])
+        ax.set_title(label, fontsize="small")
+        ax.grid(alpha=0.3)
+    for ax in axes.flat[len(shown):]:
+        ax.axis("off")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("Mbit/s per flow")
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    fig.suptitle("Per-flow throughput (blue: L4S, red: CUBIC; Y = [0:80/N] as the seed)", fontsize="medium")
+    return fig
+
+
 def figures(runs: Runs) -> dict[str, Any]:
     import matplotlib.pyplot as plt
 
-    figs: dict[str, Any] = {}
+    figs: dict[str, Any] = {"throughput-panels": throughput_panels(runs)}
     shown = {label: r for label, r in runs.showcased.items() if label.endswith("/1d1c")}
     if shown:
         fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.2), layout="constrained", squeeze=False)
@@ -96,4 +148,13 @@ def tables(runs: Runs) -> dict[str, str]:
                 rows.append(f"| {label} | {100 * pw.mean():.3g} | {(pw > PIE_DROP_ABOVE).mean():.3g} | {100 * pw.max():.3g} |")
     if len(rows) > 2:
         out["pie-probability"] = "\n".join(rows) + "\n"
+    rows = ["| case | class | flows | mean Mbit/s per flow (after warm-up) | lowest flow | highest flow |",
+            "|---|---|---|---|---|---|"]
+    for label, r in _panel_runs(runs):
+        flows = _per_flow_mbps(r)
+        for cls in sorted({f[0] for f in flows.values()}):
+            means = [float(m[t > r.summary["warmup_s"]].mean()) for lab, t, m in flows.values() if lab == cls]
+            rows.append(f"| {label} | {cls} | {len(means)} | {np.mean(means):.3g} | {min(means):.3g} | {max(means):.3g} |")
+    if len(rows) > 2:
+        out["throughput-panels"] = "\n".join(rows) + "\n"
     return out
