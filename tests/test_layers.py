@@ -14,6 +14,7 @@ PKG = Path(__file__).resolve().parent.parent / "python" / "aqmlab"
 #: Bottom to top. A module's layer is that of its longest listed prefix.
 LAYERS: list[tuple[str, ...]] = [
     ("aqmlab._engine", "aqmlab.judging", "aqmlab.console", "aqmlab._plot_options"),  # no aqmlab imports
+    ("aqmlab.htmlpage",),  # the HTML pages' shared frame, style, tables and links
     ("aqmlab.scenario",),  # scenario files, validation through the engine, atomic writes
     ("aqmlab.resources",),  # the resource guard
     ("aqmlab.results",),  # one run's results

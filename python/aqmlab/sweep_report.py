@@ -115,8 +115,8 @@ def write_sweep_report(sweep_dir: str | os.PathLike[str]) -> dict[str, Any]:
     import matplotlib.pyplot as plt
     import pandas as pd
 
+    from aqmlab.htmlpage import data_files_in, data_links, image, page, table
     from aqmlab.plots import png_bytes
-    from aqmlab.report import image, page, table
     from aqmlab.scenario import atomic_write_bytes, atomic_write_text
 
     out = Path(sweep_dir)
@@ -148,5 +148,6 @@ def write_sweep_report(sweep_dir: str | os.PathLike[str]) -> dict[str, Any]:
         d = stats[stats["metric"] == m]
         cols = [*params, "n", "n_distinct", "mean", "ci95_lo", "ci95_hi"]
         parts.append(table(cols, d[cols].itertuples(index=False), left=len(params)))
+    parts.append(data_links(out, [*data_files_in(out), *plots], "Data files and plots"))
     path = atomic_write_text(out / "sweep_report.html", page(f"aqmlab sweep {meta.get('name', '')}", "\n".join(parts)))
     return {"report": path, "plots": plots}

@@ -359,8 +359,8 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
 
     import matplotlib.pyplot as plt
 
+    from aqmlab.htmlpage import data_files_in, data_links, image, page, table
     from aqmlab.plots import png_bytes
-    from aqmlab.report import image, page, table
     from aqmlab.results import _parquet_bytes
     from aqmlab.scenario import atomic_write_bytes
     from aqmlab.sweep import flatten_summary
@@ -449,6 +449,8 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
                   for name, md in tables.items()]  # fmt: skip
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
+    plot_files = sorted((out / "plots").glob("*.*")) if (out / "plots").is_dir() else []
+    parts.append(data_links(out, [*data_files_in(out, "tables"), *plot_files], "Data files and plots"))
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
 
 
