@@ -29,9 +29,11 @@ from typing import Any
 #: the browser hangs.
 DEADLINE_S = 90.0
 
-#: What the page reports about itself once loaded (evaluated in the page).
+#: What the page reports about itself once loaded (evaluated in the page,
+#: with every <details> opened first).
 PROBE_JS = r"""
 (() => {
+  document.querySelectorAll('details').forEach(e => { e.open = true; });  // every figure and table shown, as a reader may
   const d = document.documentElement;
   const imgs = [...document.images].map(i => {
     const r = i.getBoundingClientRect();
@@ -40,13 +42,14 @@ PROBE_JS = r"""
   });
   const wide = [...document.body.querySelectorAll('*')].filter(e => {
     const r = e.getBoundingClientRect();
-    return r.right > window.innerWidth + 0.5 && !e.closest('.scroll, pre');
+    return r.right > Math.min(window.innerWidth, screen.width) + 0.5 && !e.closest('.scroll, pre');
   }).map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '')).slice(0, 10);
   const tables = [...document.querySelectorAll('table')].map(t => ({
     in_scroll_box: !!t.closest('.scroll'), box_w: (t.closest('.scroll') || t).clientWidth, table_w: t.scrollWidth}));
   return JSON.stringify({
-    inner_w: window.innerWidth, scroll_w: d.scrollWidth, scroll_h: d.scrollHeight,
+    inner_w: window.innerWidth, screen_w: screen.width, scroll_w: d.scrollWidth, scroll_h: d.scrollHeight,
     viewport_meta: !!document.querySelector('meta[name=viewport]'), title: document.title,
+    h1: (document.querySelector('h1') || {}).textContent,
     images: imgs, tables: tables, too_wide: wide,
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   });
@@ -70,7 +73,7 @@ class PageView:
     width: int
     info: dict[str, Any]
     errors: list[str] = field(default_factory=list)
-    screenshot_png: bytes = b""
+    screenshot_png: bytes = field(default=b"", repr=False)
 
 
 class Chromium:
@@ -154,6 +157,7 @@ class Chromium:
         for domain in ("Page", "Runtime", "Log"):
             self.send(f"{domain}.enable", session=session, deadline=deadline)
         self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
+                                                        "screenWidth": width, "screenHeight": height,
                                                         "mobile": width < 600}, session=session, deadline=deadline)  # fmt: skip
         nav = self.send("Page.navigate", {"url": path.resolve().as_uri()}, session=session, deadline=deadline)
         errors = [f"navigation: {nav['errorText']}"] if nav.get("errorText") else []
