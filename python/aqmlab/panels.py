@@ -14,9 +14,10 @@ paper style (:data:`aqmlab.plots.PAPER_RC`); a reproduction's
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -28,6 +29,25 @@ __all__ = ["panel_grid", "heatmap_panels", "line_panels", "grid_markdown", "orde
 #: Default size of one panel (inches) when no overall size is given.
 PANEL_IN = (2.6, 2.2)
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _paper_style(fn: F) -> F:
+    """Draw in the paper style (:data:`aqmlab.plots.PAPER_RC`) when the call
+    gives ``size_in``: text sizes are fixed as text is drawn, so the whole
+    figure is drawn inside the style."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib.pyplot as plt
+
+        from aqmlab.plots import PAPER_RC
+
+        with plt.rc_context(PAPER_RC if kwargs.get("size_in") else {}):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 def ordered(values: Sequence[Any]) -> list[Any]:
     """Distinct values in grid order: numbers ascending, then text ascending."""
@@ -35,23 +55,22 @@ def ordered(values: Sequence[Any]) -> list[Any]:
     return sorted(distinct, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0, str(v)))
 
 
-def panel_grid(nrows: int, ncols: int, *, sharex: bool | str = True, sharey: bool | str = True, xlabel: str | None = None,
-               ylabel: str | None = None, col_titles: Sequence[str] | None = None,
+@_paper_style
+def panel_grid(nrows: int, ncols: int, *, sharex: bool | str = True, sharey: bool | str = True,
+               xlabel: str | None = None, ylabel: str | None = None, col_titles: Sequence[str] | None = None,
                row_titles: Sequence[str] | None = None, size_in: tuple[float, float] | None = None,
                panel_in: tuple[float, float] = PANEL_IN) -> tuple[Figure, Any]:  # fmt: skip
-    """A figure of ``nrows`` × ``ncols`` panels sharing their x and y axes:
-    tick labels only on the outer panels, one x label under the grid and one
-    y label beside it, column titles on top and row titles on the right.
-    Returns the figure and a 2-D array of axes. ``size_in`` (width, height)
-    draws at that size in the paper style; else each panel gets ``panel_in``."""
+    """A figure of ``nrows`` × ``ncols`` panels sharing their x and y axes
+    (``"row"``: within a row only): tick labels only on the outer panels, one
+    x label under the grid and one y label beside it, column titles on top
+    and row titles on the right. Returns the figure and a 2-D array of axes.
+    ``size_in`` (width, height) draws at that size in the paper style; else
+    each panel gets ``panel_in``."""
     import matplotlib.pyplot as plt
 
-    from aqmlab.plots import PAPER_RC
-
     size = size_in or (panel_in[0] * ncols + 1.2, panel_in[1] * nrows + 0.8)
-    with plt.rc_context(PAPER_RC if size_in else {}):
-        fig, axes = plt.subplots(nrows, ncols, figsize=size, sharex=sharex, sharey=sharey, squeeze=False,
-                                 layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, sharex=sharex, sharey=sharey, squeeze=False,
+                             layout="constrained")  # fmt: skip
     for ax in axes.flat:
         ax.label_outer()  # shared axes: the inner panels' tick labels would repeat the outer ones
     if xlabel:
@@ -61,8 +80,8 @@ def panel_grid(nrows: int, ncols: int, *, sharex: bool | str = True, sharey: boo
     for j, t in enumerate(col_titles or []):
         axes[0][j].set_title(t, fontsize="medium")
     for i, t in enumerate(row_titles or []):
-        ax = axes[i][-1]
-        ax.annotate(t, xy=(1.04, 0.5), xycoords="axes fraction", rotation=-90, va="center", ha="left", fontsize="medium")
+        axes[i][-1].annotate(t, xy=(1.04, 0.5), xycoords="axes fraction", rotation=-90, va="center", ha="left",
+                             fontsize="medium")  # fmt: skip
     return fig, axes
 
 
@@ -74,6 +93,7 @@ def _panel_keys(data: pd.DataFrame, panel: str | None, order: Sequence[Any] | No
 
 
 def _matrix(d: pd.DataFrame, x: str, y: str, value: str, xs: list[Any], ys: list[Any]) -> Any:
+    """``value`` on the (ys × xs) grid; NaN where no row has a value."""
     import numpy as np
 
     z = np.full((len(ys), len(xs)), np.nan)
@@ -83,31 +103,12 @@ def _matrix(d: pd.DataFrame, x: str, y: str, value: str, xs: list[Any], ys: list
     return z
 
 
-def heatmap_panels(data: pd.DataFrame, *, x: str, y: str, value: str = "value", panel: str | None = None,
-                   order: Sequence[Any] | None = None, ncols: int | None = None, label: str | None = None,
-                   log: bool = False,
-                   center: float | None = None, band: Any = None,
-                   annotate: bool = True, digits: int = 2, titles: Callable[[Any], str] | None = None,
-                   size_in: tuple[float, float] | None = None) -> Figure:  # fmt: skip
-    """One heatmap of ``value`` over ``x`` × ``y`` per value of ``panel``
-    (in grid order, ``ncols`` per row), on shared axes and one colour scale.
-
-    ``order``: the panels' order (default: grid order); ``log``: a
-    logarithmic colour scale (ratios); ``center``: a diverging colour map
-    symmetric about that value (e.g. 1 for a ratio); ``band`` (lo, hi), or a
-    dict of them by panel: cells outside it outlined in red (a claim's
-    tolerance; None: an open side);
-    ``annotate``: the value written in each cell. Empty cells (no case, or
-    no value) stay blank. The drawn arrays are ``ax.images[0].get_array()``."""
+def _colour_norm(mats: list[Any], log: bool, center: float | None) -> Any:
+    """One colour scale for every panel: their common range, symmetric about
+    ``center`` when given (in log space for a log scale)."""
     import matplotlib.colors as mcolors
-    import matplotlib.pyplot as plt
     import numpy as np
 
-    xs, ys = ordered(list(data[x])), ordered(list(data[y]))
-    keys = _panel_keys(data, panel, order)
-    ncols = ncols or min(len(keys), 3)
-    nrows = math.ceil(len(keys) / ncols)
-    mats = [_matrix(data if k is None else data[data[panel] == k], x, y, value, xs, ys) for k in keys]
     finite = np.concatenate([m[np.isfinite(m)] for m in mats]) if mats else np.array([])
     if log:
         finite = finite[finite > 0]
@@ -117,31 +118,62 @@ def heatmap_panels(data: pd.DataFrame, *, x: str, y: str, value: str = "value", 
         lo, hi = (center / math.exp(span), center * math.exp(span)) if log else (center - span, center + span)
     if hi <= lo:
         hi = lo * 1.01 + 1e-12 if lo > 0 else lo + 1.0
-    norm = mcolors.LogNorm(lo, hi) if log and lo > 0 else mcolors.Normalize(lo, hi)
-    cmap = "RdBu_r" if center is not None else "viridis"
-    fig, axes = panel_grid(nrows, ncols, xlabel=x, ylabel=y, size_in=size_in,
+    return mcolors.LogNorm(lo, hi) if log and lo > 0 else mcolors.Normalize(lo, hi)
+
+
+def _outline_outside(ax: Axes, z: Any, band: tuple[float | None, float | None]) -> None:
+    """Red outlines on the cells outside ``band`` (lo, hi; None: open)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    outside = np.zeros(z.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        if band[0] is not None:
+            outside |= z < band[0]
+        if band[1] is not None:
+            outside |= z > band[1]
+    for i, j in zip(*np.nonzero(outside), strict=True):
+        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+
+
+@_paper_style
+def heatmap_panels(data: pd.DataFrame, *, x: str, y: str, value: str = "value", panel: str | None = None,
+                   order: Sequence[Any] | None = None, ncols: int | None = None, label: str | None = None,
+                   log: bool = False, center: float | None = None, band: Any = None, annotate: bool = True,
+                   digits: int = 2, titles: Callable[[Any], str] | None = None, xlabel: str | None = None,
+                   ylabel: str | None = None, size_in: tuple[float, float] | None = None) -> Figure:  # fmt: skip
+    """One heatmap of ``value`` over ``x`` × ``y`` per value of ``panel``
+    (``ncols`` per row), on shared axes and one colour scale with one colour
+    bar.
+
+    ``order``: the panels' order (default: grid order); ``log``: a
+    logarithmic colour scale (ratios); ``center``: a diverging colour map
+    symmetric about that value (e.g. 1 for a ratio); ``band`` (lo, hi), or a
+    dict of them by panel: cells outside it outlined in red (a claim's
+    tolerance; None: an open side); ``annotate``: the value written in each
+    cell. Empty cells (no case, or no value) stay blank. The drawn arrays
+    are ``ax.images[0].get_array()`` (rows: ``y`` ascending)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    xs, ys = ordered(list(data[x])), ordered(list(data[y]))
+    keys = _panel_keys(data, panel, order)
+    ncols = ncols or min(len(keys), 3)
+    mats = [_matrix(data if k is None else data[data[panel] == k], x, y, value, xs, ys) for k in keys]
+    norm = _colour_norm(mats, log, center)
+    fig, axes = panel_grid(math.ceil(len(keys) / ncols), ncols, xlabel=xlabel or x, ylabel=ylabel or y, size_in=size_in,
                            panel_in=(max(1.6, 0.28 * len(xs) + 0.6), max(1.4, 0.24 * len(ys) + 0.6)))  # fmt: skip
     fontsize = plt.rcParams["font.size"] * (0.55 if max(len(xs), len(ys)) > 6 else 0.8)
     im = None
-    for n, (k, z) in enumerate(zip(keys, mats, strict=True)):
-        ax = axes.flat[n]
-        im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", cmap=cmap, norm=norm)
-        if annotate:
-            for i in range(len(ys)):
-                for j in range(len(xs)):
-                    if np.isfinite(z[i, j]):
-                        ax.text(j, i, f"{z[i, j]:.{digits}g}", ha="center", va="center", fontsize=fontsize,
-                                color="k" if center is not None else "w")  # fmt: skip
+    for ax, k, z in zip(axes.flat, keys, mats, strict=False):
+        im = ax.imshow(np.ma.masked_invalid(z), origin="lower", aspect="auto", norm=norm,
+                       cmap="RdBu_r" if center is not None else "viridis")  # fmt: skip
+        for i, j in zip(*np.nonzero(np.isfinite(z)), strict=True) if annotate else ():
+            ax.text(j, i, f"{z[i, j]:.{digits}g}", ha="center", va="center", fontsize=fontsize,
+                    color="k" if center is not None else "w")  # fmt: skip
         b = band.get(k) if isinstance(band, dict) else band
         if b is not None:
-            outside = np.zeros(z.shape, dtype=bool)
-            with np.errstate(invalid="ignore"):
-                if b[0] is not None:
-                    outside |= z < b[0]
-                if b[1] is not None:
-                    outside |= z > b[1]
-            for i, j in zip(*np.nonzero(outside), strict=True):
-                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+            _outline_outside(ax, z, b)
         ax.set_xticks(range(len(xs)), [str(v) for v in xs])
         ax.set_yticks(range(len(ys)), [str(v) for v in ys])
         if k is not None:
@@ -153,6 +185,7 @@ def heatmap_panels(data: pd.DataFrame, *, x: str, y: str, value: str = "value", 
     return fig
 
 
+@_paper_style
 def line_panels(data: pd.DataFrame, *, x: str, y: str = "value", hue: str, col: str, row: str | None = None,
                 lo: str | None = None, hi: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
                 hue_order: Sequence[Any] | None = None, colors: dict[Any, str] | None = None,
@@ -167,23 +200,21 @@ def line_panels(data: pd.DataFrame, *, x: str, y: str = "value", hue: str, col: 
     xs = ordered(list(data[x]))
     cols = ordered(list(data[col]))
     rows = ordered(list(data[row])) if row else [None]
-    hues = _panel_keys(data, hue, hue_order)
     name = titles or (lambda key, v: f"{key} = {v}")
-    fig, axes = panel_grid(len(rows), len(cols), xlabel=xlabel or x, ylabel=ylabel or y, size_in=size_in, sharey=sharey,
-                           col_titles=[name(col, c) for c in cols],
+    fig, axes = panel_grid(len(rows), len(cols), xlabel=xlabel or x, ylabel=ylabel or y, size_in=size_in,
+                           sharey=sharey, col_titles=[name(col, c) for c in cols],
                            row_titles=[name(row, r) for r in rows] if row else None)  # fmt: skip
     for i, rv in enumerate(rows):
         for j, cv in enumerate(cols):
             ax = axes[i][j]
             d = data[data[col] == cv] if row is None else data[(data[col] == cv) & (data[row] == rv)]
-            for h in hues:
+            for h in _panel_keys(data, hue, hue_order):
                 g = d[d[hue] == h].set_index(x)
                 if g.empty:
                     continue
                 pos = [k for k, v in enumerate(xs) if v in g.index]
-                vals = [g.loc[xs[k], y] for k in pos]
                 kw = {"color": colors[h]} if colors and h in colors else {}
-                (line,) = ax.plot(pos, vals, "o-", ms=3, label=str(h), **kw)
+                (line,) = ax.plot(pos, [g.loc[xs[k], y] for k in pos], "o-", ms=3, label=str(h), **kw)
                 if lo and hi:
                     ax.fill_between(pos, [g.loc[xs[k], lo] for k in pos], [g.loc[xs[k], hi] for k in pos],
                                     color=line.get_color(), alpha=0.15, lw=0)  # fmt: skip

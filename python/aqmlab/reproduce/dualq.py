@@ -64,6 +64,7 @@ def _pairing(aqm: str, cc: str) -> str:
 #: The per-mix grid figures' axes: Classic flows across, L4S flows up, a panel per pairing.
 GRID_AXES: dict[str, Any] = {"x": "n_classic", "y": "n_l4s", "panel": "pairing",
                              "order": [_pairing(a, c) for a, c in RUNS]}  # fmt: skip
+GRID_LABELS = {"xlabel": "Classic (CUBIC) flows", "ylabel": "L4S flows (DCTCP or Prague)"}
 
 
 def _bounds(b: Band) -> tuple[float | None, float | None]:
@@ -318,11 +319,12 @@ class DualqCoexistence(Experiment):
         ratio = frame(_ratio, l4s_cc=["dctcp", "prague"])
         if not ratio.empty:
             bands = {_pairing(a, c): _bounds(UNEQUAL if a in ("red", "pie") else EQUAL) for a, c in RUNS}
-            out["ratio-grid"] = (ratio, {"log": True, "center": 1.0, "band": bands,
+            out["ratio-grid"] = (ratio, {"log": True, "center": 1.0, "band": bands, **GRID_LABELS,
                                          "label": "L4S : Classic per-flow throughput (×)"}, "×")  # fmt: skip
         p99 = frame(_l4s_soj("p99"), aqm=["curvy_red", "dualpi2"])
         if not p99.empty:
-            out["l4s-p99-grid"] = (p99, {"band": (None, L4S_P99_MAX_MS), "label": "L4S queue delay p99 (ms)"}, "ms")
+            out["l4s-p99-grid"] = (p99, {"band": (None, L4S_P99_MAX_MS), "label": "L4S queue delay p99 (ms)",
+                                         **GRID_LABELS}, "ms")  # fmt: skip
         return out
 
     def tables(self, runs: Runs) -> dict[str, str]:
