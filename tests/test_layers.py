@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("aqmlab.resources",),  # the resource guard
     ("aqmlab.results",),  # one run's results
     ("aqmlab.plots", "aqmlab.report", "aqmlab.windows"),  # figures, HTML and per-window statistics of one run
-    ("aqmlab.compare", "aqmlab.sweep_report"),  # views over several runs
+    ("aqmlab.compare", "aqmlab.sweep_report", "aqmlab.panels"),  # views over several runs
     ("aqmlab.sweep",),  # grids, cache, process pools, statistics
     ("aqmlab.bench", "aqmlab.reproduce", "aqmlab.validation"),  # library commands
     ("aqmlab.validation.command", "aqmlab.reproduce.docgen", "aqmlab.validation.docgen"),  # commands' parts, doc tools
