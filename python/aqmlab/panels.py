@@ -132,8 +132,8 @@ def _outline_outside(ax: Axes, z: Any, band: tuple[float | None, float | None]) 
             outside |= z < band[0]
         if band[1] is not None:
             outside |= z > band[1]
-    for i, j in zip(*np.nonzero(outside), strict=True):
-        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="red", lw=1.5))
+    for i, j in zip(*np.nonzero(outside), strict=True):  # inset: neighbours' outlines stay apart
+        ax.add_patch(plt.Rectangle((j - 0.44, i - 0.44), 0.88, 0.88, fill=False, ec="red", lw=1.5))
 
 
 @_paper_style
