@@ -1,5 +1,6 @@
-"""The four HTML pages (a run's report.html, compare.html, a sweep's
-sweep_report.html, a reproduction's report.html) in a real browser: Debian's
+"""The HTML pages (a run's report.html, compare.html, a sweep's
+sweep_report.html, a reproduction's and the model validation's report.html)
+in a real browser: Debian's
 chromium, headless, at a 390 px phone width and a 1440 px desktop width.
 
 Each page must load without console errors or failed loads, lay out at the
@@ -89,12 +90,27 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, lis
           cache_dir=d / "cache", out=d / "sweep")  # fmt: skip
     write_sweep_report(d / "sweep")
     reproduce(PageToy(), quick=True, out=d / "repro", jobs=1, cache_dir=d / "cache")
+    validation_report(d / "validation")
     return {
         "run": (d / "fifo" / "report.html", ["summary.json", "scenario.toml", "flows.parquet", "queues.parquet"]),
         "compare": (d / "cmp" / "compare.html", ["compare.csv", "../fifo/summary.json", "../codel/report.html"]),
         "sweep": (d / "sweep" / "sweep_report.html", ["runs.parquet", "stats.parquet", "sweep.json"]),
         "reproduction": (d / "repro" / "report.html", ["claims.json", "runs.parquet", "plots/p99-grid.png"]),
+        "validation": (d / "validation" / "report.html", ["validation.json", "validation.md"]),
     }
+
+
+def validation_report(out: Path) -> None:
+    """`aqmlab validation`'s page, from one made-up judgement of a real row
+    (the suite itself takes minutes)."""
+    from aqmlab.judging import judge
+    from aqmlab.validation import suite
+    from aqmlab.validation.report import Report
+
+    row = suite.ROWS["reno-sqrt"]
+    j = judge(row.claim, Tolerance(Band.between(0.8, 1.2), "theory", "docs/validation.md#reno-sqrt"),
+              [({"loss": 0.001, "rtt_ms": 20}, 1.02), ({"loss": 0.01, "rtt_ms": 20}, 1.5)], unit="×")  # fmt: skip
+    Report(quick=True, rows=[("laws", j)], commit="0123abcd", version="test").write(out)
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +154,7 @@ def check_view(v: PageView, page: Path, links: list[str]) -> None:
         assert (page.parent / rel).resolve() in {p.resolve() for p in local}, f"{page.name} lacks a link to {rel}"
 
 
-@pytest.mark.parametrize("kind", ["run", "compare", "sweep", "reproduction"])
+@pytest.mark.parametrize("kind", ["run", "compare", "sweep", "reproduction", "validation"])
 @pytest.mark.parametrize("width", [PHONE_W, DESKTOP_W])
 def test_page_in_chromium(kind: str, width: int, pages: dict[str, tuple[Path, list[str]]], browser: Any) -> None:
     page, links = pages[kind]
