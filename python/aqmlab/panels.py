@@ -190,11 +190,13 @@ def line_panels(data: pd.DataFrame, *, x: str, y: str = "value", hue: str, col: 
                 lo: str | None = None, hi: str | None = None, xlabel: str | None = None, ylabel: str | None = None,
                 hue_order: Sequence[Any] | None = None, colors: dict[Any, str] | None = None,
                 titles: Callable[[str, Any], str] | None = None, sharey: bool | str = True, logy: bool = False,
-                size_in: tuple[float, float] | None = None) -> Figure:  # fmt: skip
+                shaded: Sequence[Any] | None = None, size_in: tuple[float, float] | None = None) -> Figure:  # fmt: skip
     """``y`` against ``x``, one line per ``hue``, one panel per value of
     ``col`` (and a row per value of ``row``), on shared axes (``sharey="row"``:
     y shared within each row only); with ``lo`` and ``hi`` columns, the
-    interval between them shaded (e.g. p10 to p90). The x axis is
+    interval between them shaded (e.g. p10 to p90) for the hues in
+    ``shaded`` (default all; the others dashed, so a few intervals stay
+    readable among many lines). The x axis is
     categorical (the grid's values, evenly spaced). The drawn values are
     ``ax.lines[i].get_ydata()``, one line per hue present, in hue order."""
     xs = ordered(list(data[x]))
@@ -213,9 +215,11 @@ def line_panels(data: pd.DataFrame, *, x: str, y: str = "value", hue: str, col: 
                 if g.empty:
                     continue
                 pos = [k for k, v in enumerate(xs) if v in g.index]
-                kw = {"color": colors[h]} if colors and h in colors else {}
-                (line,) = ax.plot(pos, [g.loc[xs[k], y] for k in pos], "o-", ms=3, label=str(h), **kw)
-                if lo and hi:
+                kw: dict[str, Any] = {"color": colors[h]} if colors and h in colors else {}
+                shade = bool(lo and hi) and (shaded is None or h in shaded)
+                (line,) = ax.plot(pos, [g.loc[xs[k], y] for k in pos], marker="o", ms=3, label=str(h),
+                                  ls="-" if shade or not (lo and hi) else "--", **kw)  # fmt: skip
+                if shade:
                     ax.fill_between(pos, [g.loc[xs[k], lo] for k in pos], [g.loc[xs[k], hi] for k in pos],
                                     color=line.get_color(), alpha=0.15, lw=0)  # fmt: skip
             ax.set_xticks(range(len(xs)), [str(v) for v in xs])

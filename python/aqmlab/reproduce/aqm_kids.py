@@ -488,16 +488,16 @@ class AqmKids(Experiment):
 
     def rtt_grid(self, runs: Runs, colors: dict[str, str]) -> Any:
         """Targets × loads on shared axes: a panel per load and base RTT, the
-        median per-packet RTT against the target per AQM, p10-p90 shaded (ECN
-        off; the numbers are in the "cases" table); y shared per base RTT."""
+        median per-packet RTT against the target per AQM, p10-p90 shaded for
+        the seed's three (ECN off; the numbers are in the "cases" table)."""
         from aqmlab.panels import line_panels
 
         df = runs.frame({p: rtt_p(p) for p in ("p10", "p50", "p90")}, "aqm", "target_ms", "flows", "rtt_ms", ecn=False,
                         flows=list(LOADS))  # fmt: skip
         return line_panels(df, x="target_ms", y="p50", lo="p10", hi="p90", hue="aqm", col="flows", row="rtt_ms",
-                           hue_order=AQMS, colors=colors, sharey="row", xlabel="target delay (ms)",
+                           hue_order=AQMS, colors=colors, sharey="row", shaded=SEED_AQMS, xlabel="target delay (ms)",
                            ylabel="per-packet RTT (ms): median, p10-p90 shaded",
-                           titles=lambda k, v: f"base RTT {v} ms" if k == "rtt_ms" else f"{v} flows ({LOAD_NAMES[v]})")  # fmt: skip
+                           titles=lambda k, v: f"base RTT {v} ms" if k == "rtt_ms" else f"{v} flow{'s' * (v > 1)} ({LOAD_NAMES[v]})")  # fmt: skip
 
     def _wlan_figure(self, runs: Runs, colors: dict[str, str]) -> Any:
         """Slides 13-14's layout: per flow count per sender, the AP queue's
