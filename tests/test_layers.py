@@ -14,11 +14,12 @@ PKG = Path(__file__).resolve().parent.parent / "python" / "aqmlab"
 #: Bottom to top. A module's layer is that of its longest listed prefix.
 LAYERS: list[tuple[str, ...]] = [
     ("aqmlab._engine", "aqmlab.judging", "aqmlab.console", "aqmlab._plot_options"),  # no aqmlab imports
+    ("aqmlab.htmlpage",),  # the HTML pages' shared frame, style, tables and links
     ("aqmlab.scenario",),  # scenario files, validation through the engine, atomic writes
     ("aqmlab.resources",),  # the resource guard
     ("aqmlab.results",),  # one run's results
     ("aqmlab.plots", "aqmlab.report", "aqmlab.windows"),  # figures, HTML and per-window statistics of one run
-    ("aqmlab.compare", "aqmlab.sweep_report"),  # views over several runs
+    ("aqmlab.compare", "aqmlab.sweep_report", "aqmlab.panels"),  # views over several runs
     ("aqmlab.runner",),  # points, the content-hash cache, the local and dask backends
     ("aqmlab.tables",),  # runs/flows tables and statistics over replications
     ("aqmlab.sweep",),  # sweep files and grids, SweepResult, the sweep function

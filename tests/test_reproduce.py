@@ -298,8 +298,26 @@ def test_dualq_writes_the_seed_style_figures_with_their_tables(tmp_path: Path) -
     table of its numbers (everything a plot shows is also in a table)."""
     exp = EXPERIMENTS["dualq-coexistence"]
     assert "pie/10d10c" in exp.showcase(True)
-    reproduce(exp, quick=True, out=tmp_path / "o", jobs=1, cache_dir=tmp_path / "c")
+    res = reproduce(exp, quick=True, out=tmp_path / "o", jobs=1, cache_dir=tmp_path / "c")
     out = tmp_path / "o"
+    # The per-mix grid (a panel per AQM, shared axes): its table holds the
+    # numbers each claim judged, and the outlined cells are the failed cases.
+    grid = (out / "tables" / "ratio-grid.md").read_text()
+    claims = json.loads((out / "claims.json").read_text())["claims"]
+    fig = exp.figures(res.runs)["ratio-grid"]
+    panels = {ax.get_title(): ax for ax in fig.axes if ax.images}
+    for claim, panel in (("Curvy RED DualQ: per-flow", "curvy_red"), ("DualPI2: per-flow throughput DCTCP", "dualpi2"),
+                         ("Single-queue PIE", "pie"), ("per-flow throughput Prague", "dualpi2 + prague")):  # fmt: skip
+        judged = next(c for c in claims if claim in c["claim"])
+        for cs in judged["cases"]:
+            row = next(r for r in grid.splitlines() if r.startswith(f"| {panel} | {cs['tags']['n_l4s']} |"))
+            col = [1, 10].index(cs["tags"]["n_classic"])
+            assert float(row.strip("|").split("|")[2 + col]) == pytest.approx(cs["measured"], rel=5e-3)
+        outlined = [p for p in panels[panel].patches if p.get_edgecolor()[:3] == (1.0, 0.0, 0.0)]
+        assert len(outlined) == sum(cs["verdict"] == "FAIL" for cs in judged["cases"]), panel
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
     assert {"qsize-cdf.png", "pie-probability.png"} <= {p.name for p in (out / "plots").glob("*.png")}
     cdf = (out / "tables" / "qsize-cdf.md").read_text()
     # One row per sub-queue of each 1+1 case: two for the DualQs, one for the single queues.

@@ -20,3 +20,21 @@ def parse_size_in(text: str) -> tuple[float, float]:
     if not (0.5 <= w <= 50 and 0.5 <= h <= 50):
         raise ValueError(f"size '{text}': each side must lie between 0.5 and 50 inches")
     return w, h
+
+
+def plot_options(format_text: str, size_text: str | None, dpi: int) -> dict[str, object]:
+    """The CLI's ``--format``, ``--size`` and ``--dpi`` checked, as the
+    keyword arguments of the save functions (``formats``, ``size_in``,
+    ``dpi``); a ValueError names the option, what was given and what is
+    allowed."""
+    formats = tuple(f.strip().lower() for f in format_text.split(",") if f.strip())
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"--format: '{format_text}': allowed {', '.join(FORMATS)} (comma-separated)")
+    if not 30 <= dpi <= 1200:
+        raise ValueError(f"--dpi: {dpi}: allowed 30 to 1200")
+    try:
+        size = parse_size_in(size_text) if size_text else None
+    except ValueError as e:
+        raise ValueError(f"--size: {e}") from None
+    return {"formats": formats, "size_in": size, "dpi": dpi}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,9 @@ class Comparison:
     names: list[str]
     results: list[Result]
     table: pd.DataFrame
+    #: The runs' directories (None for a Result given as an object): the
+    #: page links to their summaries and reports.
+    dirs: list[Path | None] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<aqmlab.Comparison of {len(self.names)} runs: {', '.join(self.names)}>"
@@ -147,8 +150,8 @@ class Comparison:
         """``compare.csv``, ``plots/*.png`` and ``compare.html`` (each written atomically)."""
         import matplotlib.pyplot as plt
 
+        from aqmlab.htmlpage import data_links, image, page, table
         from aqmlab.plots import png_bytes
-        from aqmlab.report import image, page, table
         from aqmlab.scenario import atomic_write_bytes, atomic_write_text
 
         out = Path(out_dir)
@@ -164,9 +167,21 @@ class Comparison:
                 plt.close(fig)
             files[name] = atomic_write_bytes(out / "plots" / f"{name}.png", png)
             parts.append(image(png, name))
-        parts.append("<p class=\"muted\">Runs: " + ", ".join(html.escape(n) for n in self.names) + "</p>")
+        parts.append(data_links(out, list(files.values())))  # compare.csv and the plots
+        parts.append(self._runs_html(out))
         files["html"] = atomic_write_text(out / "compare.html", page("aqmlab compare", "\n".join(parts)))
         return files
+
+    def _runs_html(self, out: Path) -> str:
+        """The runs compared, each with links to its files when it came from a directory."""
+        from aqmlab.htmlpage import link
+
+        items = []
+        for i, name in enumerate(self.names):
+            d = self.dirs[i] if i < len(self.dirs) else None
+            links = [link(out, d / f, f) for f in ("summary.json", "report.html") if d is not None and (d / f).is_file()]
+            items.append(f"<li>{html.escape(name)}" + (": " + ", ".join(links) if links else "") + "</li>")
+        return "<h2>Runs</h2><ul class=\"files\">" + "".join(items) + "</ul>"
 
 
 def _name_of(r: Result, fallback: str) -> str:
@@ -187,16 +202,18 @@ def compare(*runs: Result | str | os.PathLike[str], names: Sequence[str] | None 
 
     if len(runs) < 2:
         raise ScenarioError(f"compare needs at least two runs, got {len(runs)}")
-    results, labels = [], []
+    results, labels, dirs = [], [], []
     for i, r in enumerate(runs):
         if isinstance(r, Result):
             results.append(r)
+            dirs.append(None)
             labels.append(str(r.summary.get("scenario", {}).get("name") or f"run {i + 1}"))
             continue
         d = Path(r)
         if not (d / "summary.json").is_file():
             raise ScenarioError(f"{d}: no summary.json here (give directories written by aqmlab run)")
         results.append(Result.load(d))
+        dirs.append(d)
         labels.append(d.name or str(d))
     if names is not None:
         if len(names) != len(results):
@@ -215,7 +232,7 @@ def compare(*runs: Result | str | os.PathLike[str], names: Sequence[str] | None 
     base = df[labels[0]]
     for lab in labels[1:]:
         df[f"Δ {lab}"] = df[lab] - base
-    cmp = Comparison(labels, results, df)
+    cmp = Comparison(labels, results, df, dirs)
     if out is not None:
         cmp.save(out)
     return cmp

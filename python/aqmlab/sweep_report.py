@@ -68,7 +68,11 @@ def plot_metric(stats: pd.DataFrame, y: str, x: str, hue: str | None = None, *,
         mean = np.array([r["mean"].iloc[0] if len(r) else np.nan for r in rows], dtype=float)
         lo = np.array([r["ci95_lo"].iloc[0] if len(r) else np.nan for r in rows], dtype=float)
         hi = np.array([r["ci95_hi"].iloc[0] if len(r) else np.nan for r in rows], dtype=float)
-        err = np.vstack([np.nan_to_num(mean - lo), np.nan_to_num(hi - mean)])
+        # A bounded metric's interval is the logit interval mapped back and
+        # clipped inside (0, 1): with a run at exactly 1 (Jain's index) the
+        # mean can lie just outside it. matplotlib refuses negative error
+        # bars; that side is drawn with none (the table has the numbers).
+        err = np.clip(np.vstack([np.nan_to_num(mean - lo), np.nan_to_num(hi - mean)]), 0.0, None)
         ax.errorbar(pos, mean, yerr=err, marker="o", capsize=3, label=None if h is None else f"{hue} = {h}")
     ax.set_xticks(pos, [str(v) for v in xs])
     ax.set_xlabel(x)
@@ -115,8 +119,8 @@ def write_sweep_report(sweep_dir: str | os.PathLike[str]) -> dict[str, Any]:
     import matplotlib.pyplot as plt
     import pandas as pd
 
+    from aqmlab.htmlpage import data_files_in, data_links, image, page, table
     from aqmlab.plots import png_bytes
-    from aqmlab.report import image, page, table
     from aqmlab.scenario import atomic_write_bytes, atomic_write_text
 
     out = Path(sweep_dir)
@@ -148,5 +152,6 @@ def write_sweep_report(sweep_dir: str | os.PathLike[str]) -> dict[str, Any]:
         d = stats[stats["metric"] == m]
         cols = [*params, "n", "n_distinct", "mean", "ci95_lo", "ci95_hi"]
         parts.append(table(cols, d[cols].itertuples(index=False), left=len(params)))
+    parts.append(data_links(out, [*data_files_in(out), *plots], "Data files and plots"))
     path = atomic_write_text(out / "sweep_report.html", page(f"aqmlab sweep {meta.get('name', '')}", "\n".join(parts)))
     return {"report": path, "plots": plots}

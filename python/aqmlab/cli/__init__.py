@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
     rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar or table (the files are written)")
     rp.add_argument("--json", action="store_true", help="print claims.json on stdout instead of the table")
+    _add_plot_options(rp)
     rp.set_defaults(func=cmd_reproduce)
 
     b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)")

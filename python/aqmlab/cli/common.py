@@ -64,16 +64,9 @@ def _add_plot_options(p: argparse.ArgumentParser) -> None:
 
 def _plot_options(args: argparse.Namespace) -> dict[str, Any]:
     """--format/--size/--dpi checked, in save()'s terms; bad values exit 2."""
-    from aqmlab._plot_options import FORMATS, parse_size_in
+    from aqmlab._plot_options import plot_options
 
-    formats = tuple(f.strip().lower() for f in args.format.split(",") if f.strip())
-    bad = [f for f in formats if f not in FORMATS]
-    if bad or not formats:
-        raise ScenarioError(f"--format: '{args.format}': allowed {', '.join(FORMATS)} (comma-separated)")
-    if not 30 <= args.dpi <= 1200:
-        raise ScenarioError(f"--dpi: {args.dpi}: allowed 30 to 1200")
     try:
-        size = parse_size_in(args.size) if args.size else None
+        return plot_options(args.format, args.size, args.dpi)
     except ValueError as e:
-        raise ScenarioError(f"--size: {e}") from None
-    return {"formats": formats, "size_in": size, "dpi": args.dpi}
+        raise ScenarioError(str(e)) from None

@@ -16,6 +16,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from aqmlab._plot_options import plot_options
 from aqmlab.reproduce.abe import Abe
 from aqmlab.reproduce.aqm_kids import AqmKids
 from aqmlab.reproduce.dualq import DualqCoexistence
@@ -34,6 +35,7 @@ from aqmlab.reproduce.framework import (
 )
 from aqmlab.reproduce.qcn import QcnHotspot
 from aqmlab.reproduce.vdq_csaqm import VdqCsaqm
+from aqmlab.scenario import ScenarioError
 
 __all__ = [
     "EXPERIMENTS",
@@ -101,6 +103,10 @@ def cli_reproduce(args: argparse.Namespace) -> int:
         return 0
     exp = get(args.name)
     check_available(exp)
+    try:  # checked before the runs, not after them
+        opts = plot_options(getattr(args, "format", "png"), getattr(args, "size", None), getattr(args, "dpi", 110))
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
     out = Path(args.out) if args.out else Path("out") / "reproduce" / (exp.name + ("-quick" if args.quick else ""))
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("ETA"), TimeRemainingColumn()]  # fmt: skip
@@ -114,8 +120,9 @@ def cli_reproduce(args: argparse.Namespace) -> int:
         def on_case(label: str) -> None:
             bar.update(task, description=f"{exp.name}: {label}")
 
-        res = reproduce(exp, quick=args.quick, out=out, jobs=args.jobs,
-                        cache_dir=None if args.no_cache else args.cache, progress=progress, on_case=on_case)  # fmt: skip
+        res = reproduce(exp, quick=args.quick, out=out, jobs=args.jobs, cache_dir=None if args.no_cache else args.cache,
+                        progress=progress, on_case=on_case, plot_formats=opts["formats"], plot_size_in=opts["size_in"],
+                        plot_dpi=opts["dpi"])  # fmt: skip
         bar.update(task, description=exp.name)
     c = res.counts
     if getattr(args, "json", False):

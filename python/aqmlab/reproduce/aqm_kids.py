@@ -446,6 +446,7 @@ class AqmKids(Experiment):
                 axes[0][-1].legend(fontsize="x-small")
                 fig.suptitle(f"base RTT {rtt} ms, ECN off")
                 figs[f"{what}-{rtt}ms"] = fig
+        figs["rtt-grid"] = self.rtt_grid(runs, colors)
         # ECN: per-packet RTT and goodput at 5 ms, ECN off vs on, by flow count.
         fig, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained")
         counts = sorted({c.tags["flows"] for c in runs.select(ecn=True)})
@@ -482,6 +483,19 @@ class AqmKids(Experiment):
         if runs.select(medium=list(WLAN_MIXES)):
             figs["wlan"] = self._wlan_figure(runs, colors)
         return figs
+
+    def rtt_grid(self, runs: Runs, colors: dict[str, str]) -> Any:
+        """Targets × loads on shared axes: a panel per load and base RTT, the
+        median per-packet RTT against the target per AQM, p10-p90 shaded for
+        the seed's three (ECN off; the numbers are in the "cases" table)."""
+        from aqmlab.panels import line_panels
+
+        df = runs.frame({p: rtt_p(p) for p in ("p10", "p50", "p90")}, "aqm", "target_ms", "flows", "rtt_ms", ecn=False,
+                        flows=list(LOADS))  # fmt: skip
+        return line_panels(df, x="target_ms", y="p50", lo="p10", hi="p90", hue="aqm", col="flows", row="rtt_ms",
+                           hue_order=AQMS, colors=colors, sharey="row", shaded=SEED_AQMS, xlabel="target delay (ms)",
+                           ylabel="per-packet RTT (ms): median, p10-p90 shaded",
+                           titles=lambda k, v: f"base RTT {v} ms" if k == "rtt_ms" else f"{v} flow{'s' * (v > 1)} ({LOAD_NAMES[v]})")  # fmt: skip
 
     def _wlan_figure(self, runs: Runs, colors: dict[str, str]) -> Any:
         """Slides 13-14's layout: per flow count per sender, the AP queue's

@@ -56,6 +56,21 @@ AQMS = ("curvy_red", "dualpi2", "pie", "red", "fq_codel")
 RUNS = tuple((aqm, "dctcp") for aqm in AQMS) + (("dualpi2", "prague"),)
 
 
+def _pairing(aqm: str, cc: str) -> str:
+    """A grid panel's name: the AQM, and the L4S congestion control when it is not DCTCP."""
+    return aqm if cc == "dctcp" else f"{aqm} + {cc}"
+
+
+#: The per-mix grid figures' axes: Classic flows across, L4S flows up, a panel per pairing.
+GRID_AXES: dict[str, Any] = {"x": "n_classic", "y": "n_l4s", "panel": "pairing",
+                             "order": [_pairing(a, c) for a, c in RUNS]}  # fmt: skip
+GRID_LABELS = {"xlabel": "Classic (CUBIC) flows", "ylabel": "L4S flows (DCTCP or Prague)"}
+
+
+def _bounds(b: Band) -> tuple[float | None, float | None]:
+    return (b.low, b.high)
+
+
 def _ratio(s: dict[str, Any]) -> float | None:
     v = s["fairness"].get("l4s_classic_ratio")
     return None if v is None else float(v)
@@ -70,6 +85,13 @@ def _l4s_soj(p: str) -> Any:
 
 
 BASE_RTT_S = 0.020
+
+#: The throughput bands of the claims (argued in claims()): "equal"
+#: throughput, and the single queues' "40x less" less a factor 4.
+EQUAL = Band.between(0.5, 2.0)
+UNEQUAL = Band.at_least(10.0)
+#: L4S queue delay 99th percentile bound of the DualQ claims (ms).
+L4S_P99_MAX_MS = 2.0
 
 
 #: Reno's X: one flow through PIE, 5 ms base RTT + PIE's 15 ms target = the slide's 20 ms.
@@ -157,10 +179,10 @@ class DualqCoexistence(Experiment):
                 + [f"{aqm}/{m}" for aqm in ("curvy_red", "dualpi2") for m in ("10d1c", "10d10c")])  # fmt: skip
 
     def claims(self) -> list[Claim]:
-        equal = Band.between(0.5, 2.0)
+        equal = EQUAL
         equal_why = (f"per-flow throughput plots on Y = [0:80/N] Mbps, 0 to twice the fair share: equality readable "
                      f"there means neither class beyond twice the other ({DOC}#equal-throughput)")  # fmt: skip
-        unequal = Band.at_least(10.0)
+        unequal = UNEQUAL
         unequal_why = (f"the slide's 40x, less a factor 4 because RED*/PIE* settings are not given "
                        f"({DOC}#no-throughput-equality)")  # fmt: skip
         dualqs = [
@@ -192,7 +214,7 @@ class DualqCoexistence(Experiment):
             Claim(f"{name}: L4S queue delay median below 1 ms, in every flow mix", "'extreme small queue size'",
                   Tolerance(Band.at_most(1.0), "qualitative", delay_src), l4s_per_mix("p50"), "ms"),
             Claim(f"{name}: L4S queue delay 99th percentile below 2 ms, in every flow mix", "'extreme small queue size'",
-                  Tolerance(Band.at_most(2.0), "qualitative", delay_src), l4s_per_mix("p99"), "ms"),
+                  Tolerance(Band.at_most(L4S_P99_MAX_MS), "qualitative", delay_src), l4s_per_mix("p99"), "ms"),
             Claim(f"{name}: DCTCP gets about 2 marks per RTT per flow, in every flow mix", "C = 2 marks per RTT",
                   Tolerance(Band.between(1.0, 4.0), "qualitative", 'seed 000 backup "Scalable Congestion Controllers": '
                             '"C marked per RTT (C=2 for DCTCP)", from r = C/(p·RTT); within a factor 2, since the '
@@ -214,7 +236,7 @@ class DualqCoexistence(Experiment):
                             f"not a seed claim ({DOC}#prague)"),
                   lambda runs: runs.per_case(_ratio, **scope), "×"),
             Claim("DualPI2: L4S queue delay 99th percentile below 2 ms with Prague, in every flow mix", "'consistently low'",
-                  Tolerance(Band.at_most(2.0), "qualitative", delay_src),
+                  Tolerance(Band.at_most(L4S_P99_MAX_MS), "qualitative", delay_src),
                   lambda runs: runs.per_case(_l4s_soj("p99"), **scope), "ms"),
         ]  # fmt: skip
 
@@ -278,9 +300,39 @@ class DualqCoexistence(Experiment):
         a2.legend(fontsize="small", ncols=4, loc="upper center")
         from aqmlab.reproduce.dualq_figures import figures as seed_figures
 
-        return {"coexistence": fig, **seed_figures(runs)}
+        from aqmlab.panels import heatmap_panels
+
+        grids = {name: heatmap_panels(df, **GRID_AXES, **style) for name, (df, style, _) in self.grids(runs).items()}
+        return {"coexistence": fig, **seed_figures(runs), **grids}
+
+    def grids(self, runs: Runs) -> dict[str, tuple[Any, dict[str, Any], str]]:
+        """The per-mix grids, as the seed lays out its 10 × 10 panels: one
+        panel per AQM and congestion control, L4S flows up, Classic flows
+        across, on shared axes and one colour scale; cells outside the
+        claim's band outlined in red. Per grid: the numbers (a DataFrame, the
+        mean over seeds per case), the figure's style and the unit; the
+        figure and its table (:meth:`tables`) come from the same numbers."""
+
+        def frame(fn: Any, **scope: Any) -> Any:
+            df = runs.frame(fn, "aqm", "l4s_cc", "n_l4s", "n_classic", **scope)
+            df["pairing"] = [_pairing(a, c) for a, c in zip(df["aqm"], df["l4s_cc"], strict=True)]
+            return df
+
+        out: dict[str, tuple[Any, dict[str, Any], str]] = {}
+        ratio = frame(_ratio, l4s_cc=["dctcp", "prague"])
+        if not ratio.empty:
+            bands = {_pairing(a, c): _bounds(UNEQUAL if a in ("red", "pie") else EQUAL) for a, c in RUNS}
+            out["ratio-grid"] = (ratio, {"log": True, "center": 1.0, "band": bands, **GRID_LABELS,
+                                         "label": "L4S : Classic per-flow throughput (×)"}, "×")  # fmt: skip
+        p99 = frame(_l4s_soj("p99"), aqm=["curvy_red", "dualpi2"])
+        if not p99.empty:
+            out["l4s-p99-grid"] = (p99, {"band": (None, L4S_P99_MAX_MS), "label": "L4S queue delay p99 (ms)",
+                                         **GRID_LABELS}, "ms")  # fmt: skip
+        return out
 
     def tables(self, runs: Runs) -> dict[str, str]:
+        from aqmlab.panels import grid_markdown
         from aqmlab.reproduce.dualq_figures import tables
 
-        return tables(runs)
+        grids = {name: grid_markdown(df, **GRID_AXES, unit=unit) for name, (df, _, unit) in self.grids(runs).items()}
+        return {**tables(runs), **grids}

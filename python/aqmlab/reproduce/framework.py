@@ -142,6 +142,20 @@ class Runs:
             out.append((dict(zip(by, g, strict=True)), None if v is None or (isinstance(v, float) and math.isnan(v)) else v))
         return out
 
+    def frame(self, fn: Callable[[dict[str, Any]], float | None] | dict[str, Callable[[dict[str, Any]], float | None]],
+              *tags: str, **scope: Any) -> Any:  # fmt: skip
+        """A pandas DataFrame, one row per case in ``scope``: the case's
+        ``tags`` (the grid coordinates), ``case`` (its label) and ``value``,
+        the mean over seeds of ``fn`` (NaN: no value); with a dict of
+        functions, a column per name instead. The input of
+        :mod:`aqmlab.panels` figures and of their tables."""
+        import pandas as pd
+
+        fns = fn if isinstance(fn, dict) else {"value": fn}
+        rows = [{**{t: c.tags.get(t) for t in tags}, "case": c.label, **{k: self.mean(c.label, f) for k, f in fns.items()}}
+                for c in self.select(**scope)]  # fmt: skip
+        return pd.DataFrame(rows, columns=[*tags, "case", *fns])
+
     def mean_over(self, cases: Sequence[Case], fn: Callable[[dict[str, Any]], float | None]) -> float:
         """Mean over cases of each case's mean over seeds (for figures only: never judged)."""
         vals = [self.mean(c.label, fn) for c in cases]
@@ -289,8 +303,14 @@ def reproduce(
     cache_dir: str | os.PathLike[str] | None = DEFAULT_CACHE_DIR,
     progress: SweepProgress | None = None,
     on_case: Callable[[str], object] | None = None,
+    plot_formats: Sequence[str] = ("png",),
+    plot_size_in: tuple[float, float] | None = None,
+    plot_dpi: int = 110,
 ) -> ReproduceResult:
-    """Run an experiment, check its claims, write outputs to ``out``."""
+    """Run an experiment, check its claims, write outputs to ``out``: the
+    figures as ``plots/NAME.png`` (embedded in the report) and in any other
+    of ``plot_formats`` (pdf, svg), at ``plot_size_in`` inches in the paper
+    style when given (the CLI's ``--format``, ``--size``, ``--dpi``)."""
     from aqmlab.results import run as run_one
 
     check_available(exp)
@@ -353,17 +373,19 @@ def reproduce(
     judgements = [claim.judge(runs) for claim in exp.claims()]
     result = ReproduceResult(exp, quick, runs, judgements, out_dir, counts)
     if out_dir is not None:
-        _write_outputs(result, outcomes, owner, showcased)
+        _write_outputs(result, outcomes, owner, showcased, formats=plot_formats, size_in=plot_size_in, dpi=plot_dpi)
     return result
 
 
-def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[int, str], showcased: dict[str, Any]) -> None:
+def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[int, str], showcased: dict[str, Any], *,
+                   formats: Sequence[str] = ("png",), size_in: tuple[float, float] | None = None,
+                   dpi: int = 110) -> None:  # fmt: skip
     import html
 
     import matplotlib.pyplot as plt
 
-    from aqmlab.plots import png_bytes
-    from aqmlab.report import image, page, table
+    from aqmlab.htmlpage import data_files_in, data_links, image, page, table
+    from aqmlab.plots import FORMATS, PAPER_RC, figure_bytes, png_bytes
     from aqmlab.results import _parquet_bytes
     from aqmlab.scenario import atomic_write_bytes
     from aqmlab.sweep import flatten_summary
@@ -397,15 +419,27 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
         "claims": [{**j.as_dict(), "paper": c.paper} for c, j in zip(claims, res.judgements, strict=True)],
     }
     atomic_write_text(out / "claims.json", json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    bad = [f for f in formats if f not in FORMATS]
+    if bad:
+        raise ValueError(f"plot format {', '.join(bad)}: allowed {', '.join(FORMATS)}")
+    formats = ("png", *[f for f in formats if f != "png"])  # the report embeds the PNGs
     figs = {}
-    for name, fig in exp.figures(res.runs).items():
-        if fig is None:
-            continue
-        try:
-            figs[name] = png_bytes(fig)
-            atomic_write_bytes(out / "plots" / f"{name}.png", figs[name])
-        finally:
-            plt.close(fig)
+    with plt.rc_context(PAPER_RC if size_in is not None else {}):  # fonts are fixed when a figure is drawn
+        for name, fig in exp.figures(res.runs).items():
+            if fig is None:
+                continue
+            try:
+                if size_in is not None:
+                    fig.set_size_inches(*size_in)
+                for fmt in formats:
+                    data = figure_bytes(fig, fmt, dpi=dpi)
+                    atomic_write_bytes(out / "plots" / f"{name}.{fmt}", data)
+                    if fmt == "png":
+                        figs[name] = data
+                for other in set(FORMATS) - set(formats):  # an earlier run's copy would show other numbers
+                    (out / "plots" / f"{name}.{other}").unlink(missing_ok=True)
+            finally:
+                plt.close(fig)
     tables = {name: md for name, md in exp.tables(res.runs).items() if md}
     for name, md in tables.items():
         atomic_write_text(out / "tables" / f"{_slug(name)}.md", md)
@@ -452,6 +486,8 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
                   for name, md in tables.items()]  # fmt: skip
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
+    plot_files = sorted((out / "plots").glob("*.*")) if (out / "plots").is_dir() else []
+    parts.append(data_links(out, [*data_files_in(out, "tables"), *plot_files], "Data files and plots"))
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
 
 

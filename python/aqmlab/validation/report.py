@@ -112,26 +112,26 @@ class Report:
         files = {"json": d / "validation.json", "html": d / "report.html", "markdown": d / "validation.md"}
         atomic_write_text(files["json"], json.dumps(self.as_dict(), indent=2, default=float) + "\n")
         atomic_write_text(files["markdown"], self.markdown())
-        atomic_write_text(files["html"], self.html())
+        atomic_write_text(files["html"], self.html(d))
         return files
 
-    def html(self) -> str:
+    def html(self, page_dir: Path | None = None) -> str:
+        """report.html: the rows, then per row its figure and cases; the page
+        frame and style are aqmlab.htmlpage's (shared by every page), with
+        links to validation.json and validation.md when ``page_dir`` is given."""
+        from aqmlab.htmlpage import data_links, page, table
+
         mode = "quick" if self.quick else "full"
         parts = [
-            "<!doctype html><html><head><meta charset='utf-8'><title>aqmlab validation</title>",
-            "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}"
-            "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}.PASS{color:#060}.FAIL{color:#b00;font-weight:bold}"
-            ".NA{color:#777}img{max-width:100%}</style></head><body>",
             f"<h1>aqmlab model validation ({mode})</h1>",
             f"<p>commit <code>{html.escape(self.commit)}</code>, aqmlab {html.escape(self.version)}, {self.wall_s:.0f} s wall. "
             "Each row is judged case by case: PASS only if every case is inside the band (docs/validation.md argues each band).</p>",
-            "<table><tr>" + "".join(f"<th>{h}</th>" for h in ["row", "reference", "judged figure", "worst case", "band", "source", "verdict", "k of n"]) + "</tr>",
         ]  # fmt: skip
-        for t in self.table_rows():
-            cls = t["verdict"].replace("/", "").replace("-", "")
-            parts.append("<tr>" + "".join(f"<td>{html.escape(t[k])}</td>" for k in ["row", "reference", "figure", "measured", "band", "source"])
-                         + f"<td class='{cls}'>{t['verdict']}</td><td>{t['k of n']}</td></tr>")  # fmt: skip
-        parts.append("</table>")
+        head = ["row", "reference", "judged figure", "worst case", "band", "source", "verdict", "k of n"]
+        rows = [[*(t[k] for k in ["row", "reference", "figure", "measured", "band", "source"]),
+                 f'<span class="{_css(t["verdict"])}">{html.escape(t["verdict"])}</span>', t["k of n"]]
+                for t in self.table_rows()]  # fmt: skip
+        parts.append(table(head, rows, left=6, raw_cols=(6,)))
         if self.skipped_groups:
             parts.append(f"<p>Groups not in this build: {html.escape(', '.join(self.skipped_groups))}.</p>")
         for note in self.skipped_in_quick:
@@ -145,8 +145,13 @@ class Report:
             parts.append(_cases_table(j))
             for n in j.notes:
                 parts.append(f"<p>{html.escape(n)}</p>")
-        parts.append("</body></html>")
-        return "\n".join(parts)
+        if page_dir is not None:
+            parts.append(data_links(page_dir, [page_dir / "validation.json", page_dir / "validation.md"]))
+        return page("aqmlab validation", "\n".join(parts))
+
+
+def _css(verdict: str) -> str:
+    return {"PASS": "pass", "FAIL": "differs"}.get(verdict, "na")
 
 
 def _fmt(v: Any) -> str:
@@ -156,14 +161,14 @@ def _fmt(v: Any) -> str:
 
 
 def _cases_table(j: Judgement) -> str:
+    from aqmlab.htmlpage import table
+
     tag_keys = list(dict.fromkeys(k for c in j.cases for k in c.tags))
     extra_keys = list(dict.fromkeys(k for c in j.cases for k in c.extra))
     head = tag_keys + ["judged", "verdict"] + extra_keys
-    rows = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    for c in j.cases:
-        cells = [_fmt(c.tags.get(k)) for k in tag_keys] + [_fmt(c.measured), c.verdict.value] + [_fmt(c.extra.get(k)) for k in extra_keys]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(x)}</td>" for x in cells) + "</tr>")
-    return "\n".join(rows) + "</table>"
+    rows = [[_fmt(c.tags.get(k)) for k in tag_keys] + [_fmt(c.measured), c.verdict.value] + [_fmt(c.extra.get(k)) for k in extra_keys]
+            for c in j.cases]  # fmt: skip
+    return table(head, rows, left=len(tag_keys))
 
 
 def _plot(j: Judgement, r: suite.Row | None) -> str | None:
