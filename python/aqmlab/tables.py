@@ -187,4 +187,7 @@ def _interval95(x: Any, *, bounded: bool) -> tuple[float, float]:
     half = t * float(np.std(z, ddof=1)) / math.sqrt(n)
     mz = float(np.mean(z))
     inv = lambda v: 1.0 / (1.0 + math.exp(-v))  # noqa: E731
-    return inv(mz - half), inv(mz + half)
+    # The logit clip (1e-6 from the bounds) and the mean of logits can leave
+    # the arithmetic mean just outside; an interval must hold its own mean.
+    m = float(np.mean(x))
+    return min(inv(mz - half), m), max(inv(mz + half), m)
