@@ -257,9 +257,8 @@ class Abe(Experiment):
                         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{cc} @ {rate} / {aqm}")
             ax.axhline(FULL_UTILISATION, color="k", lw=0.8, ls="--")
             ax.axvspan(60, 80, color="0.9")
-            ax.set_xlabel("base RTT (ms)")
-            ax.set_ylabel("link utilisation")
-            ax.set_title("Loss-based TCP (β = 0.5, no ECN) through AQM defaults")
+            ax.set(xlabel="base RTT (ms)", ylabel="link utilisation",
+                   title="Loss-based TCP (β = 0.5, no ECN) through AQM defaults")
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
             figs["motivation"] = fig2
@@ -272,9 +271,8 @@ class Abe(Experiment):
             ax.plot(xs, [sawtooth_utilisation(x * bdp_pkts(), bdp_pkts()) for x in xs], color="k", label="model (β = 0.5)")
             ax.plot([c.tags["buffer_bdp"] for c in model], [runs.mean(c.label, utilisation) for c in model], "o",
                     label="aqmlab, NewReno")  # fmt: skip
-            ax.set_xlabel("DropTail buffer (BDP)")
-            ax.set_ylabel("link utilisation")
-            ax.set_title("Simulation vs. model: one NewReno flow, 10 Mbit/s, 100 ms")
+            ax.set(xlabel="DropTail buffer (BDP)", ylabel="link utilisation",
+                   title="Simulation vs. model: one NewReno flow, 10 Mbit/s, 100 ms")
             ax.grid(alpha=0.3)
             ax.legend(fontsize="small")
             figs["model"] = fig3
