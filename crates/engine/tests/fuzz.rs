@@ -44,7 +44,7 @@ fn config(cases: u32) -> Config {
     Config {
         cases,
         rng_seed: RngSeed::Fixed(SEED),
-        failure_persistence: Some(Box::new(FileFailurePersistence::SourceParallel("proptest-regressions"))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct("tests/fuzz.proptest-regressions"))),
         source_file: Some(file!()),
         max_shrink_iters: 1_000,
         ..Config::default()
@@ -91,6 +91,25 @@ fn tree() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())),
         ]
     })
+}
+
+/// Values of the right shape more often than `tree`: unit strings with
+/// small or extreme numbers, registry names, small integers, booleans.
+fn plausible() -> impl Strategy<Value = Value> {
+    let mut names = registry_names("aqm");
+    names.extend(registry_names("cc"));
+    names.extend(["off", "classic", "l4s", "dctcp", "web", "poisson", "exponential", "pareto", "fixed", "uniform"].map(String::from));
+    prop_oneof![
+        proptest::sample::select(names).prop_map(Value::String),
+        (0u64..3_000, proptest::sample::select(&["ms", "s", "us", "ns", "Mbps", "Gbps", "kbps", "pkt", "KB", "B", "/s"][..]))
+            .prop_map(|(n, u)| Value::String(format!("{n}{u}"))),
+        (prop_oneof![Just(0u64), Just(1), Just(u32::MAX as u64), Just(u64::MAX / 2), Just(u64::MAX)],
+         proptest::sample::select(&["ms", "s", "ns", "bps", "Gbps", "pkt", "B", "/s", ""][..]))
+            .prop_map(|(n, u)| Value::String(format!("{n}{u}"))),
+        (0u64..5).prop_map(|x| json!(x)),
+        prop_oneof![Just(0.0), Just(0.5), Just(1.0), Just(1e-300), Just(1e300)].prop_map(|x: f64| json!(x)),
+        any::<bool>().prop_map(Value::Bool),
+    ]
 }
 
 /// Every path (object keys and array indices) to a value in `v`.
@@ -181,7 +200,7 @@ fn report(name: &str, cases: u64, events: u64, extra: &str, t: Instant) {
 fn fuzz_json_entry_random_bytes() {
     let t = Instant::now();
     let mut stats = EntryStats::default();
-    let mut runner = TestRunner::new(config(3_000));
+    let mut runner = TestRunner::new(config(20_000));
     const PREFIXES: &[&str] = &["", "{", "{\"duration\": ", "{\"duration\": \"1s\", \"bottleneck\": {\"rate\": "];
     let strat = (proptest::sample::select(PREFIXES), proptest::collection::vec(any::<u8>(), 0..200));
     let stats_cell = std::cell::RefCell::new(&mut stats);
@@ -199,7 +218,7 @@ fn fuzz_json_entry_random_bytes() {
 fn fuzz_json_entry_random_trees() {
     let t = Instant::now();
     let mut stats = EntryStats::default();
-    let mut runner = TestRunner::new(config(3_000));
+    let mut runner = TestRunner::new(config(20_000));
     let stats_cell = std::cell::RefCell::new(&mut stats);
     runner
         .run(&tree(), |v| entry(&v.to_string(), &mut stats_cell.borrow_mut()))
@@ -211,8 +230,8 @@ fn fuzz_json_entry_random_trees() {
 fn fuzz_json_entry_valid_scenarios_with_one_value_replaced() {
     let t = Instant::now();
     let mut stats = EntryStats::default();
-    let mut runner = TestRunner::new(config(4_000));
-    let strat = (valid_scenario(), any::<prop::sample::Index>(), tree());
+    let mut runner = TestRunner::new(config(20_000));
+    let strat = (valid_scenario(), any::<prop::sample::Index>(), prop_oneof![1 => tree(), 3 => plausible()]);
     let stats_cell = std::cell::RefCell::new(&mut stats);
     runner
         .run(&strat, |(mut v, at, new)| {
@@ -285,6 +304,9 @@ fn valid_scenario() -> impl Strategy<Value = Value> {
         ),
     )
         .prop_map(|((aqm, rate, delay, buffer, loss, mark), (flows, dur, warm, seed, change, reverse, web, ts, look))| {
+            // A flow's RTT covers the bottleneck delay both ways.
+            let min_rtt = flows.iter().map(|g| g["rtt"].as_str().unwrap().trim_end_matches("ms").parse::<u64>().unwrap()).min().unwrap();
+            let delay = delay.min(min_rtt / 2);
             let mut b = json!({"rate": format!("{rate}Mbps"), "delay": ms(delay), "buffer": buffer, "aqm": aqm,
                                "loss": loss, "mark": mark});
             if let Some((at, r)) = change {
@@ -298,7 +320,7 @@ fn valid_scenario() -> impl Strategy<Value = Value> {
                 "metrics": {"timeseries": ts, "interval": "10ms"}, "engine": {"lookahead": look},
             });
             if let Some((per_s, mean)) = web {
-                s["workloads"] = json!([{"kind": "web", "rate": format!("{per_s}/s"), "cc": "reno", "rtt": "20ms",
+                s["workloads"] = json!([{"kind": "web", "rate": format!("{per_s}/s"), "cc": "reno", "rtt": "40ms",
                                          "size": {"dist": "exponential", "mean": format!("{mean}B")}}]);
             }
             s
@@ -377,10 +399,21 @@ fn check_run(text: &str, stats: &mut RunStats) -> Result<(), TestCaseError> {
 
     // Per queue: rates in range.
     for q in summary["queues"].as_array().unwrap() {
-        for k in ["utilization", "drop_rate", "mark_rate"] {
-            if let Some(x) = q[k].as_f64() {
-                prop_assert!((0.0..=1.0 + 1e-9).contains(&x), "{k} = {x} in {q}");
-            }
+        if let Some(u) = q["utilization"].as_f64() {
+            prop_assert!((0.0..=1.0 + 1e-9).contains(&u), "utilization = {u} in {q}");
+        }
+        // drop_rate (drops / arrivals) and mark_rate (marks / departures,
+        // docs/results.md) count events in the measurement window, not the
+        // fate of the window's packets: FQ-CoDel's overflow drops from the
+        // head take packets that arrived before the warm-up ended (the
+        // fuzzer found 186 / 181), and STEP's enqueue marks count packets
+        // still queued at the end (52 / 51), so either may exceed 1 in a
+        // short window. What holds is that a packet is dropped or marked at
+        // most once per queue: over the whole run (no warm-up) neither count
+        // exceeds the arrivals.
+        if s.warmup_ns == 0 {
+            let (a, d, m) = (q["arrivals"].as_u64().unwrap(), q["drops"].as_u64().unwrap(), q["marks"].as_u64().unwrap());
+            prop_assert!(d <= a && m <= a, "drops {d} or marks {m} > arrivals {a} in {q}");
         }
     }
     // Every queue sample: conservation, non-negative and bounded backlog, time in range and monotone.
@@ -408,11 +441,13 @@ fn check_run(text: &str, stats: &mut RunStats) -> Result<(), TestCaseError> {
             e[k] += x;
         }
     }
+    // Random link losses happen after departure and are counted as drops
+    // too: with them a lost packet is both departed and dropped, so the
+    // balance is exact only on a loss-free link and bounded otherwise.
+    let lossy = s.bottleneck.as_ref().is_some_and(|b| b.loss > 0.0);
     for ((q, at), [res, arr, dep, drp]) in &totals {
-        prop_assert!(
-            arr - dep - drp == *res,
-            "queue {q} at {at} ns: arrived {arr} != departed {dep} + dropped {drp} + resident {res}\n{text}"
-        );
+        let ok = if lossy && q == "bottleneck" { arr - dep - res >= 0.0 && arr - dep - res <= *drp } else { arr - dep - drp == *res };
+        prop_assert!(ok, "queue {q} at {at} ns: arrived {arr} != departed {dep} + dropped {drp} + resident {res}\n{text}");
     }
     stats.queue_samples += totals.len() as u64;
     // Flow samples: time monotone per flow, delivered bytes never decrease, all finite.
@@ -437,11 +472,13 @@ fn check_run(text: &str, stats: &mut RunStats) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+const VALID_CASES: u32 = 4_000;
+
 #[test]
 fn fuzz_random_valid_scenarios_keep_the_invariants() {
     let t = Instant::now();
     let mut stats = RunStats::default();
-    let mut runner = TestRunner::new(config(300));
+    let mut runner = TestRunner::new(config(VALID_CASES));
     let stats_cell = std::cell::RefCell::new(&mut stats);
     runner.run(&valid_scenario(), |v| check_run(&v.to_string(), &mut stats_cell.borrow_mut())).unwrap();
     report(
@@ -451,5 +488,41 @@ fn fuzz_random_valid_scenarios_keep_the_invariants() {
         &format!(", {} bottleneck packets, {} queue samples checked", stats.packets, stats.queue_samples),
         t,
     );
-    assert_eq!(stats.runs, 300, "every generated scenario must be valid and run");
+    assert_eq!(stats.runs, VALID_CASES as u64, "every generated scenario must be valid and run");
+}
+
+// ---------------------------------------------------------------------------
+// Inputs the fuzzers once found to panic or abort, kept as plain tests.
+
+fn small(delay: &str, jitter: &str) -> Value {
+    json!({"duration": "50ms", "bottleneck": {"rate": "1Mbps", "delay": delay, "aqm": "ared"},
+           "flows": [{"cc": "bbr2", "rtt": "1ms", "start_jitter": jitter}]})
+}
+
+#[test]
+fn regression_huge_durations_are_refused_not_overflowed() {
+    // Doubling the bottleneck delay in validation overflowed ("attempt to
+    // multiply with overflow"); a release build wrapped it and accepted the scenario.
+    let e = scenario::parse(&small("18446744073709551615ns", "0ms").to_string()).unwrap_err();
+    assert!(e.starts_with("bottleneck.delay: '18446744073709551615ns' is too large: a duration is at most 2^58 ns"), "{e}");
+    // The start jitter plus one overflowed while building the world.
+    let e = scenario::parse(&small("0ms", "18446744073709551615ns").to_string()).unwrap_err();
+    assert!(e.contains("start_jitter") && e.contains("is too large"), "{e}");
+    // The largest accepted values still run (and end at once: they start after the end).
+    let max = format!("{}ns", aqmlab_engine::sim::units::MAX_QUANTITY);
+    run_json(&small("0ms", &max).to_string(), |_| true).unwrap();
+}
+
+#[test]
+fn regression_a_flow_count_beyond_memory_is_an_error_not_an_abort() {
+    // 2 × (2^32 - 1) flows of ~1 kB: 8 TB, more than any machine reserves
+    // (unless the kernel overcommits without limit, mode 1: then skip).
+    if std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|m| m.trim() == "1") {
+        return;
+    }
+    let v = json!({"duration": "1s", "bottleneck": {"rate": "1Mbps"},
+                   "flows": [{"cc": "reno", "rtt": "10ms", "count": u32::MAX}, {"cc": "reno", "rtt": "10ms", "count": u32::MAX}]});
+    let s = scenario::parse(&v.to_string()).unwrap();
+    let e = World::new(&s).err().expect("refused");
+    assert!(e.starts_with("flows: 8589934590 flows need") && e.contains("more than this machine can allocate"), "{e}");
 }
