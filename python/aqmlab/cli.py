@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqmlab import _engine
-from aqmlab.scenario import ScenarioError
+from aqmlab.scenario import OutputError, ScenarioError, check_writable_dir
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -231,8 +231,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         tree["seed"] = args.seed
     opts = _plot_options(args)  # checked before the run, not after it
     limits = _limits(args)
-    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json, **limits)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
+    check_writable_dir(out)  # a read-only or full disk must not cost the run
+    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json, **limits)
     # Save before printing: a reader that closes the pipe early (`| head`)
     # must not cost the run. Plots and the report cost more than a small
     # run (matplotlib, pandas): only on request, or later with `aqmlab report`.
@@ -648,6 +649,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         sys.stderr.write(f"aqmlab: engine error: {e}\n")
         return EXIT_FAILED
+    except OutputError as e:  # read-only or full disk: one line, nothing half-written (issue 23)
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (`aqmlab run X | head`): not an error. Point
         # stdout at /dev/null so the interpreter's final flush stays quiet.

@@ -47,6 +47,7 @@ from aqmlab.scenario import (
     ScenarioError,
     ScenarioLike,
     atomic_write_text,
+    check_tree,
     set_path,
     to_dict,
 )
@@ -142,8 +143,10 @@ def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | N
     validate with the engine and hash. ``windows``: (name, start_s, end_s)
     whose statistics the run adds to its summary (aqmlab.windows). Raises
     ScenarioError."""
+    check_tree(base)
     tree = json.loads(json.dumps(base))
     for path, value in params.items():
+        check_tree(value, path)  # a grid value a scenario cannot hold (a date, a set): one line
         set_path(tree, path, value)
     if seed is not None:
         tree["seed"] = seed
@@ -178,17 +181,17 @@ class SweepSpec:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SweepSpec:
+        from aqmlab.scenario import read_text_file
+
         p = Path(path)
         try:
-            tree = tomllib.loads(p.read_text(encoding="utf-8"))
+            tree = tomllib.loads(read_text_file(p, "sweep"))
+        except ScenarioError as e:
+            raise SweepError(str(e)) from None
         except tomllib.TOMLDecodeError as e:
             raise SweepError(f"{p}: invalid TOML: {e}") from None
-        except UnicodeDecodeError:
-            raise SweepError(f"{p}: not a text file (a sweep file is TOML in UTF-8)") from None
-        except FileNotFoundError:
-            raise SweepError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise SweepError(f"{p}: is a directory, not a sweep file") from None
+        except RecursionError:
+            raise SweepError(f"{p}: nested too deeply (a sweep file is a few tables of values)") from None
         if not any(k in tree for k in _TOP_KEYS) and any(k in tree for k in ("bottleneck", "topology", "flows")):
             raise SweepError(f"{p}: this is a scenario, not a sweep file: run it with `aqmlab run {p}`")
         return cls.from_dict(tree, base_dir=p.parent, default_name=p.stem)
@@ -293,9 +296,10 @@ class Cache:
         p = self.path(key)
         try:
             doc = json.loads(p.read_text())
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (OSError, ValueError):  # missing, unreadable, truncated, not UTF-8
             return None
-        if doc.get("key") != key:
+        # Anything but a whole entry (a foreign or damaged file) is a miss: recomputed.
+        if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("summary"), dict):
             return None
         summary: dict[str, Any] = doc["summary"]
         return summary
@@ -371,6 +375,8 @@ def run_points(
     """
     if backend not in ("local", "dask"):
         raise SweepError(f"backend: unknown backend '{backend}' (allowed: local, dask)")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise SweepError(f"jobs: {jobs!r}: must be a whole number, at least 1 (leave it out to use every core)")
     cache = Cache(cache_dir) if cache_dir is not None else None
     total = len(points)
     outcomes: dict[str, Outcome] = {}
@@ -402,7 +408,7 @@ def run_points(
             return Outcome(p, "ran", payload)
         return Outcome(p, "failed", error=payload)
 
-    n_jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    n_jobs = jobs or (os.cpu_count() or 1)
     if backend == "dask":
         _run_dask(todo, n_jobs, scheduler, finish, outcome_of)
     elif n_jobs == 1 or len(todo) <= 1:
@@ -784,9 +790,11 @@ def sweep(
 
 
 def _looks_like_sweep(path: str | os.PathLike[str]) -> bool:
+    from aqmlab.scenario import read_text_file
+
     try:
-        tree = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
+        tree = tomllib.loads(read_text_file(Path(path), "sweep"))
+    except (ScenarioError, ValueError, RecursionError):  # TOMLDecodeError, UnicodeDecodeError are ValueErrors
         return True  # let SweepSpec.load report it
     return "sweep" in tree or "grid" in tree
 
