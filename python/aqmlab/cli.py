@@ -499,6 +499,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _jobs(text: str) -> int:
+    """--jobs: a whole number of worker processes, at least 1 (checked before anything runs)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': give a whole number of parallel runs, at least 1 (leave it out for every core)")
+    return n
+
+
 def _add_plot_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="png", metavar="FMT[,FMT]",
                    help="plot formats besides the PNGs the report embeds: pdf, svg (e.g. --format pdf,svg)")  # fmt: skip
@@ -574,7 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
     s.add_argument("file", help="sweep TOML file")
-    s.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    s.add_argument("--jobs", "-j", type=_jobs, default=None, help="parallel runs (default: all cores)")
     s.add_argument("--backend", choices=["local", "dask"], default="local", help="local process pool or dask")
     s.add_argument("--scheduler", help="dask scheduler address (default: a local dask cluster)")
     s.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
@@ -593,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--full", action="store_true", help="the whole grid at the paper's durations, 3 seeds (the default; "
                       "may take hours on 2 cores, resumable from the cache)")  # fmt: skip
     rp.add_argument("--out", help="output directory (default: out/reproduce/<name>)")
-    rp.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    rp.add_argument("--jobs", "-j", type=_jobs, default=None, help="parallel runs (default: all cores)")
     rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
     rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
