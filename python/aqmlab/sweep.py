@@ -134,7 +134,13 @@ class Point:
 
 
 def _show(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    if isinstance(v, str):
+        return v
+    try:
+        text = json.dumps(v, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):  # a value no scenario can hold: say what it is
+        text = repr(v) if not isinstance(v, (list, dict)) else type(v).__name__
+    return text if len(text) <= 80 else text[:80] + "…"
 
 
 def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | None = None,
