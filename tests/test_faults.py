@@ -157,6 +157,28 @@ def test_two_sweeps_sharing_one_cache_at_once_agree(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(a, alone)
 
 
+def test_a_sweep_killed_with_sigkill_loses_only_the_runs_in_flight(tmp_path: Path) -> None:
+    (tmp_path / "s.toml").write_text(SWEEP.replace('duration = "2s"', 'duration = "8s"'))
+    cache = tmp_path / "cache"
+    proc = _popen("sweep", "s.toml", "--jobs", "2", "--cache", str(cache), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    _wait_for(lambda: len(Cache(cache)) >= 2, proc, "two cached runs")
+    workers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    for w in workers:  # SIGKILL cannot be handled: the workers are ended here, as the OS would on shutdown
+        try:
+            os.kill(w, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    kept = _cache_is_consistent(cache)
+    assert 2 <= kept < 9
+    res = sweep_fn(SweepSpec.load(tmp_path / "s.toml"), jobs=1, cache_dir=cache)
+    assert (res.cached, res.ran, res.failed) == (kept, 9 - kept, 0)
+    alone = sweep_fn(SweepSpec.load(tmp_path / "s.toml"), jobs=1, cache_dir=None)
+    cols = [c for c in alone.runs.columns if c != "perf.wall_s"]
+    pd.testing.assert_frame_equal(res.runs[cols], alone.runs[cols])
+
+
 def test_threads_writing_one_cache_entry_never_collide(tmp_path: Path) -> None:
     """The temporary file's name held only the process id: two threads of
     one process writing the same key shared it, and one removed the other's
@@ -183,13 +205,15 @@ def test_threads_writing_one_cache_entry_never_collide(tmp_path: Path) -> None:
 
 
 def test_damaged_cache_entries_are_recomputed(tmp_path: Path) -> None:
-    spec = SweepSpec(base=tiny(duration="1s"), grid={"bottleneck.buffer": ["20ms", "60ms"]}, seeds=[1], name="d")
+    spec = SweepSpec(base=tiny(duration="1s"), grid={"bottleneck.buffer": ["20ms", "60ms"]}, seeds=[1, 2], name="d")
     first = sweep_fn(spec, jobs=1, cache_dir=tmp_path)
     keys = [p.key for p in spec.points()]
+    whole = Cache(tmp_path).path(keys[0]).read_text()
     Cache(tmp_path).path(keys[0]).write_text("[]")  # valid JSON, not an entry
     Cache(tmp_path).path(keys[1]).write_text(json.dumps({"key": keys[1]}))  # no summary
+    Cache(tmp_path).path(keys[2]).write_text(whole[: len(whole) // 2])  # truncated
     again = sweep_fn(spec, jobs=1, cache_dir=tmp_path)
-    assert (again.cached, again.ran) == (0, 2)
+    assert (again.cached, again.ran) == (1, 3)
     cols = [c for c in first.runs.columns if c != "perf.wall_s"]
     pd.testing.assert_frame_equal(first.runs[cols], again.runs[cols])
 
