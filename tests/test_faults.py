@@ -158,18 +158,19 @@ def test_two_sweeps_sharing_one_cache_at_once_agree(tmp_path: Path) -> None:
 
 
 def test_a_sweep_killed_with_sigkill_loses_only_the_runs_in_flight(tmp_path: Path) -> None:
-    (tmp_path / "s.toml").write_text(SWEEP.replace('duration = "2s"', 'duration = "8s"'))
+    (tmp_path / "s.toml").write_text(SWEEP.replace('duration = "2s"', 'duration = "60s"'))  # ~0.1 s a run
     cache = tmp_path / "cache"
     proc = _popen("sweep", "s.toml", "--jobs", "2", "--cache", str(cache), "--out", str(tmp_path / "o"), cwd=tmp_path)
     _wait_for(lambda: len(Cache(cache)) >= 2, proc, "two cached runs")
     workers = _children(proc.pid)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-    for w in workers:  # SIGKILL cannot be handled: the workers are ended here, as the OS would on shutdown
+    # kill -9 of the sweep and its workers (as `kill -9 -PGID` or a machine
+    # going down would): SIGKILL cannot be handled, so nobody cleans up.
+    for pid in [proc.pid, *workers]:
         try:
-            os.kill(w, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    proc.communicate(timeout=60)
     kept = _cache_is_consistent(cache)
     assert 2 <= kept < 9
     res = sweep_fn(SweepSpec.load(tmp_path / "s.toml"), jobs=1, cache_dir=cache)
