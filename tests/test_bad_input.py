@@ -193,3 +193,16 @@ def test_bad_option_values_are_one_line_exit_2(case: tuple[list[str], str], tmp_
     line = _one_line(capsys)
     assert line.startswith("aqmlab: error: " + expected), line
     assert not (tmp_path / "o").exists()
+
+
+def test_a_sweep_too_large_to_build_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """seeds = 10^9 used to build a list of 10^9 seeds: MemoryError, or the
+    whole machine's memory without a limit."""
+    f = tmp_path / "s.toml"
+    f.write_text(f'[sweep]\nbase = "{EXAMPLES / "dumbbell.toml"}"\nseeds = 1000000000\n')
+    assert main(["sweep", str(f), "--cache", str(tmp_path / "c")]) == 2
+    assert _one_line(capsys) == "aqmlab: error: sweep.seeds: 1,000,000,000 seeds is more than a sweep may run (100,000 runs)"
+    f.write_text(f'[sweep]\nbase = "{EXAMPLES / "dumbbell.toml"}"\nseeds = 10\n[grid]\n'
+                 f'"seed_a" = {list(range(100))}\n"seed_b" = {list(range(101))}\n')  # fmt: skip
+    assert main(["sweep", str(f), "--cache", str(tmp_path / "c")]) == 2
+    assert _one_line(capsys) == "aqmlab: error: grid: 100 × 101 × 10 seeds = 101,000 runs, more than a sweep may run (100,000): split it"

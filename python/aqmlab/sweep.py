@@ -73,6 +73,12 @@ __all__ = [
 
 DEFAULT_CACHE_DIR = ".aqmlab-cache"
 
+#: Most runs one sweep may hold (grid points × seeds). Our choice: far above
+#: any reproduction (the largest full mode has a few thousand), low enough
+#: that a typo (seeds = 1000000000) is refused instead of exhausting memory
+#: while the points are built and validated.
+MAX_RUNS = 100_000
+
 
 class SweepError(ScenarioError):
     """A sweep file or grid is invalid (one line; the CLI exits with code 2)."""
@@ -257,6 +263,10 @@ class SweepSpec:
         except ScenarioError as e:
             raise SweepError(f"base scenario: {e}") from None
         paths = list(self.grid)
+        total = math.prod(len(self.grid[p]) for p in paths) * len(self.seeds)
+        if total > MAX_RUNS:
+            sizes = " × ".join([*(str(len(self.grid[p])) for p in paths), f"{len(self.seeds)} seeds"])
+            raise SweepError(f"grid: {sizes} = {total:,} runs, more than a sweep may run ({MAX_RUNS:,}): split it")
         out = []
         for combo in itertools.product(*(self.grid[p] for p in paths)):
             params = dict(zip(paths, combo, strict=True))
@@ -277,6 +287,8 @@ def _seeds(value: Any, base: Mapping[str, Any]) -> list[int]:
     if isinstance(value, int):
         if value < 1:
             raise SweepError(f"sweep.seeds: must be at least 1 (got {value})")
+        if value > MAX_RUNS:  # before building the list: 10^9 seeds took all memory
+            raise SweepError(f"sweep.seeds: {value:,} seeds is more than a sweep may run ({MAX_RUNS:,} runs)")
         return list(range(1, value + 1))
     if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
         if len(set(value)) != len(value):
