@@ -393,8 +393,16 @@ def run_points(
     """
     if backend not in ("local", "dask"):
         raise SweepError(f"backend: unknown backend '{backend}' (allowed: local, dask)")
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise SweepError(f"jobs: {jobs!r}: must be a whole number, at least 1 (leave it out to use every core)")
+    if jobs is not None:
+        import operator
+
+        try:
+            n = -1 if isinstance(jobs, bool) else operator.index(jobs)  # numpy integers too
+        except TypeError:
+            n = -1
+        if n < 1:
+            raise SweepError(f"jobs: {jobs!r}: must be a whole number, at least 1 (leave it out to use every core)")
+        jobs = n
     cache = Cache(cache_dir) if cache_dir is not None else None
     total = len(points)
     outcomes: dict[str, Outcome] = {}

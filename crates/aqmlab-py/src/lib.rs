@@ -59,7 +59,8 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
 #[pyfunction]
 #[pyo3(signature = (json, progress=None))]
 fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
-    let s = scenario::parse(json).map_err(ScenarioError::new_err)?;
+    // Guarded like validate: a panic in parsing is a RuntimeError, never a PanicException.
+    let s = guarded(|| scenario::parse(json))?.map_err(ScenarioError::new_err)?;
     let mut cb_error: Option<PyErr> = None;
     // Building fails only on the input (e.g. more flows than memory can
     // hold): a ScenarioError, one line and exit 2 in the CLI, like validation.
