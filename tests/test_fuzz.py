@@ -98,6 +98,46 @@ def test_random_bytes_as_a_file_are_one_line_exit_2(tmp_path_factory: Any, data:
         assert "\n" not in str(e)
 
 
+# Values a Python caller may put in a dict that no TOML file can hold: sets,
+# bytes, dates, tuples, objects, non-text keys, deep nesting.
+py_scalars = st.one_of(
+    scalars,
+    st.frozensets(st.integers(0, 3), max_size=2),
+    st.binary(max_size=4),
+    st.dates(),
+    st.datetimes(),
+    st.builds(object),
+    st.complex_numbers(max_magnitude=10),
+    st.integers(0, 3).map(lambda n: _deep(200 + n)),
+)
+py_trees = st.recursive(
+    py_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner),
+        st.dictionaries(st.one_of(st.sampled_from(KEYS), st.integers(0, 2)), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _deep(n: int) -> Any:
+    x: Any = []
+    for _ in range(n):
+        x = [x]
+    return x
+
+
+@SETTINGS
+@given(st.sampled_from(["duration", "bottleneck", "flows", "metrics", "seed"]), py_trees)
+def test_python_values_in_a_scenario_dict_never_crash(key: str, value: Any) -> None:
+    """aqmlab.validate/run(dict): a ScenarioError line, never a TypeError,
+    RecursionError or ValueError from turning the dict into JSON."""
+    tree = json.loads(json.dumps(BASE))
+    tree[key] = value
+    _check(tree)
+
+
 def test_the_fuzzer_reaches_valid_scenarios() -> None:
     """Guard against a fuzzer that only ever produces rejections."""
     assert aqmlab.validate(BASE)["duration"] == "1s"

@@ -146,8 +146,16 @@ def _run_once(name: str, duration: str | None, metrics: str = "default", rate: s
         cmd += ["--rate", rate]
     before = _cpu_ticks()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)
+    try:
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:
+        # Ctrl-C (or any error) here: end the child too, or it would run on
+        # alone after `aqmlab bench` has exited (a SIGINT sent to this
+        # process only, not its whole process group, never reached it).
+        proc.kill()
+        proc.wait()
+        raise
     after = _cpu_ticks()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aqmlab import _engine
-from aqmlab.scenario import ScenarioError, atomic_write_text, set_path
+from aqmlab.scenario import ScenarioError, atomic_write_text, check_tree, set_path
 
 __all__ = [
     "Cache",
@@ -88,7 +88,13 @@ class Point:
 
 
 def _show(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    if isinstance(v, str):
+        return v
+    try:
+        text = json.dumps(v, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):  # a value no scenario can hold: say what it is
+        text = repr(v) if not isinstance(v, (list, dict)) else type(v).__name__
+    return text if len(text) <= 80 else text[:80] + "…"
 
 
 def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | None = None,
@@ -97,8 +103,10 @@ def make_point(base: Mapping[str, Any], params: Mapping[str, Any], seed: int | N
     validate with the engine and hash. ``windows``: (name, start_s, end_s)
     whose statistics the run adds to its summary (aqmlab.windows). Raises
     ScenarioError."""
+    check_tree(base)
     tree = json.loads(json.dumps(base))
     for path, value in params.items():
+        check_tree(value, path)  # a grid value a scenario cannot hold (a date, a set): one line
         set_path(tree, path, value)
     if seed is not None:
         tree["seed"] = seed
@@ -125,9 +133,10 @@ class Cache:
         p = self.path(key)
         try:
             doc = json.loads(p.read_text())
-        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        except (OSError, ValueError):  # missing, unreadable, truncated, not UTF-8
             return None
-        if doc.get("key") != key:
+        # Anything but a whole entry (a foreign or damaged file) is a miss: recomputed.
+        if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("summary"), dict):
             return None
         summary: dict[str, Any] = doc["summary"]
         return summary
@@ -203,6 +212,16 @@ def run_points(
     """
     if backend not in ("local", "dask"):
         raise SweepError(f"backend: unknown backend '{backend}' (allowed: local, dask)")
+    if jobs is not None:
+        import operator
+
+        try:
+            n = -1 if isinstance(jobs, bool) else operator.index(jobs)  # numpy integers too
+        except TypeError:
+            n = -1
+        if n < 1:
+            raise SweepError(f"jobs: {jobs!r}: must be a whole number, at least 1 (leave it out to use every core)")
+        jobs = n
     cache = Cache(cache_dir) if cache_dir is not None else None
     total = len(points)
     outcomes: dict[str, Outcome] = {}
@@ -234,7 +253,7 @@ def run_points(
             return Outcome(p, "ran", payload)
         return Outcome(p, "failed", error=payload)
 
-    n_jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
+    n_jobs = jobs or (os.cpu_count() or 1)
     if backend == "dask":
         _run_dask(todo, n_jobs, scheduler, finish, outcome_of)
     elif n_jobs == 1 or len(todo) <= 1:

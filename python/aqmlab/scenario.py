@@ -56,6 +56,9 @@ __all__ = [
     "get_path",
     "dump_toml",
     "atomic_write_text",
+    "check_tree",
+    "check_writable_dir",
+    "OutputError",
 ]
 
 Params = dict[str, Any]
@@ -406,19 +409,42 @@ ScenarioLike = Scenario | Mapping[str, Any] | str | os.PathLike[str]
 # Reading, validating, writing.
 
 
-def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    p = Path(path)
+#: Largest scenario or sweep file read (real ones are a few kB). Reading is
+#: bounded so /dev/zero or a stray multi-GB file is refused, not read until
+#: the machine runs out of memory (it was: `aqmlab run /dev/zero` was killed
+#: by the kernel's OOM killer after taking 23 GB).
+MAX_FILE_BYTES = 16 * 2**20
+
+
+def read_text_file(p: Path, what: str) -> str:
+    """The UTF-8 text of a scenario or sweep file, at most MAX_FILE_BYTES;
+    ScenarioError (one line) for anything else."""
     try:
         with p.open("rb") as f:
-            tree = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise ScenarioError(f"{p}: invalid TOML: {e}") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{p}: not a text file (a scenario is TOML in UTF-8)") from None
+            data = f.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise ScenarioError(f"{p}: no such file") from None
     except IsADirectoryError:
-        raise ScenarioError(f"{p}: is a directory, not a scenario file") from None
+        raise ScenarioError(f"{p}: is a directory, not a {what} file") from None
+    except OSError as e:
+        raise ScenarioError(f"{p}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{p}: larger than {MAX_FILE_BYTES // 2**20} MiB: not a {what} file (they are a few kB of TOML)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{p}: not a text file (a {what} is TOML in UTF-8)") from None
+
+
+def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    text = read_text_file(p, "scenario")
+    try:
+        tree = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ScenarioError(f"{p}: nested more than {MAX_DEPTH} levels deep (a scenario has at most 6)") from None
     if "sweep" in tree or "grid" in tree:  # keys no scenario has
         raise ScenarioError(f"{p}: this is a sweep file, not a scenario: run it with `aqmlab sweep {p}`")
     return tree
@@ -438,14 +464,70 @@ def load(path: str | os.PathLike[str]) -> Scenario:
 
 
 def to_dict(scenario: ScenarioLike) -> dict[str, Any]:
-    """The plain tree of a scenario given as an object, a tree or a TOML path."""
-    if isinstance(scenario, Scenario):
-        return scenario.to_dict()
+    """The plain tree of a scenario given as an object, a tree or a TOML path.
+    Raises ScenarioError (one line, with the key path) for a tree nested too
+    deeply (or containing itself) or holding a value no scenario file can
+    (a set, a date, NaN, an object): every input reaches the engine as
+    checked JSON."""
+    if not isinstance(scenario, (Scenario, Mapping, str, os.PathLike)):
+        raise TypeError(f"expected a Scenario, a dict or a path to a TOML file, got {type(scenario).__name__}")
     if isinstance(scenario, Mapping):
-        return _plain(scenario)
-    if isinstance(scenario, (str, os.PathLike)):
-        return _read_toml(scenario)
-    raise TypeError(f"expected a Scenario, a dict or a path to a TOML file, got {type(scenario).__name__}")
+        check_tree(scenario)  # before _plain, which recurses
+    try:
+        if isinstance(scenario, Scenario):
+            tree = scenario.to_dict()
+        elif isinstance(scenario, Mapping):
+            tree = _plain(scenario)
+        else:
+            tree = _read_toml(scenario)
+    except RecursionError:
+        raise ScenarioError(f"scenario: nested more than {MAX_DEPTH} levels deep (a scenario has at most 6)") from None
+    check_tree(tree)
+    return tree
+
+
+#: Deepest nesting of tables and lists a scenario tree may have. Real ones
+#: have at most 6 (topology.links[i].rate_schedule[j].at); the engine's JSON
+#: reader stops at 128, Python's recursion at ~1,000.
+MAX_DEPTH = 64
+
+_SCALARS = (str, bool, int, float, type(None))
+
+
+def check_tree(tree: Any, where: str = "") -> None:
+    """Raise ScenarioError naming the first value a scenario cannot hold:
+    nesting deeper than MAX_DEPTH, a non-text key, a non-finite number, or a
+    value that is not text, a number, a boolean, a list or a table (a set, a
+    date from TOML, an object). Iterative: any depth is safe to check."""
+    import math
+
+    # A cycle is infinitely deep: it ends as "nested more than 64 levels".
+    stack: list[tuple[str, Any, int]] = [(where, tree, 0)]
+    while stack:
+        path, v, depth = stack.pop()
+        shown = path or "scenario"
+        if depth > MAX_DEPTH:
+            short = shown if len(shown) <= 60 else shown[:60] + "…"
+            raise ScenarioError(f"{short}: nested more than {MAX_DEPTH} levels deep (a scenario has at most 6)")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ScenarioError(f"{shown}: {v} is not a number a scenario can hold (finite numbers only)")
+        if isinstance(v, _SCALARS):
+            continue
+        if isinstance(v, (Mapping, list, tuple)):
+            if isinstance(v, Mapping):
+                for k, x in v.items():
+                    if not isinstance(k, str):
+                        raise ScenarioError(f"{shown}: key {k!r} is not text (keys are text)")
+                    stack.append((f"{path}.{k}" if path else k, x, depth + 1))
+            else:
+                for i, x in enumerate(v):
+                    stack.append((f"{path}[{i}]", x, depth + 1))
+            continue
+        if isinstance(v, _Node):
+            continue  # a scenario dataclass inside a tree: _plain turns it into a table
+        raise ScenarioError(
+            f"{shown}: {v!r} ({type(v).__name__}) is not a scenario value: text, numbers, true/false, lists and tables are"
+        )
 
 
 def validate(scenario: ScenarioLike) -> dict[str, Any]:
@@ -464,20 +546,58 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_bytes(path, text.encode())
 
 
+class OutputError(OSError):
+    """A result could not be written (read-only or full disk, a file where a
+    directory should be): one line naming the file; the CLI exits with 2.
+    Nothing half-written is left behind."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def check_writable_dir(path: str | os.PathLike[str]) -> None:
+    """Raise OutputError now, before a long run, if results could not be
+    written to directory ``path``: a file in the way, a read-only or full
+    file system. Creates nothing."""
+    p = Path(path).absolute()
+    probe = p
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise OutputError(20, f"cannot write {p}: {probe} is a file, not a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputError(13, f"cannot write {p}: {probe} is not writable (read-only?)")
+    try:
+        free = os.statvfs(probe).f_bavail
+    except OSError:
+        return
+    if free == 0:
+        raise OutputError(28, f"cannot write {p}: no space left on the device holding {probe}")
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write to a temporary file next to ``path``, then rename over it, so a
     reader (or a crash) never sees half a file and an old file survives a
-    failed write."""
+    failed write. The temporary name holds the process and thread, so
+    concurrent writers (two sweeps sharing a cache) never share one; the
+    rename is atomic, and writers of one cache key write identical bytes."""
+    import threading
+
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
+        p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, p)
+    except OSError as e:
+        reason = e.strerror or str(e)
+        raise OutputError(e.errno, f"cannot write {p}: {reason}") from e
     finally:
-        if tmp.exists():
+        try:
             tmp.unlink()
+        except OSError:  # renamed (the usual case), never created, or unwritable
+            pass
     return p
 
 

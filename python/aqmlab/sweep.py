@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -91,6 +92,12 @@ __all__ = [
     "t_quantile_975",
 ]
 
+#: Most runs one sweep may hold (grid points × seeds). Our choice: far above
+#: any reproduction (the largest full mode has a few thousand), low enough
+#: that a typo (seeds = 1000000000) is refused instead of exhausting memory
+#: while the points are built and validated.
+MAX_RUNS = 100_000
+
 
 class SweepFailed(RuntimeError):
     """Some runs of a sweep failed. ``result`` holds everything that did run
@@ -131,17 +138,17 @@ class SweepSpec:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SweepSpec:
+        from aqmlab.scenario import read_text_file
+
         p = Path(path)
         try:
-            tree = tomllib.loads(p.read_text(encoding="utf-8"))
+            tree = tomllib.loads(read_text_file(p, "sweep"))
+        except ScenarioError as e:
+            raise SweepError(str(e)) from None
         except tomllib.TOMLDecodeError as e:
             raise SweepError(f"{p}: invalid TOML: {e}") from None
-        except UnicodeDecodeError:
-            raise SweepError(f"{p}: not a text file (a sweep file is TOML in UTF-8)") from None
-        except FileNotFoundError:
-            raise SweepError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise SweepError(f"{p}: is a directory, not a sweep file") from None
+        except RecursionError:
+            raise SweepError(f"{p}: nested too deeply (a sweep file is a few tables of values)") from None
         if not any(k in tree for k in _TOP_KEYS) and any(k in tree for k in ("bottleneck", "topology", "flows")):
             raise SweepError(f"{p}: this is a scenario, not a sweep file: run it with `aqmlab run {p}`")
         return cls.from_dict(tree, base_dir=p.parent, default_name=p.stem)
@@ -201,6 +208,10 @@ class SweepSpec:
         except ScenarioError as e:
             raise SweepError(f"base scenario: {e}") from None
         paths = list(self.grid)
+        total = math.prod(len(self.grid[p]) for p in paths) * len(self.seeds)
+        if total > MAX_RUNS:
+            sizes = " × ".join([*(str(len(self.grid[p])) for p in paths), f"{len(self.seeds)} seeds"])
+            raise SweepError(f"grid: {sizes} = {total:,} runs, more than a sweep may run ({MAX_RUNS:,}): split it")
         out = []
         for combo in itertools.product(*(self.grid[p] for p in paths)):
             params = dict(zip(paths, combo, strict=True))
@@ -221,6 +232,8 @@ def _seeds(value: Any, base: Mapping[str, Any]) -> list[int]:
     if isinstance(value, int):
         if value < 1:
             raise SweepError(f"sweep.seeds: must be at least 1 (got {value})")
+        if value > MAX_RUNS:  # before building the list: 10^9 seeds took all memory
+            raise SweepError(f"sweep.seeds: {value:,} seeds is more than a sweep may run ({MAX_RUNS:,} runs)")
         return list(range(1, value + 1))
     if isinstance(value, list) and value and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value):
         if len(set(value)) != len(value):
@@ -363,8 +376,10 @@ def sweep(
 
 
 def _looks_like_sweep(path: str | os.PathLike[str]) -> bool:
+    from aqmlab.scenario import read_text_file
+
     try:
-        tree = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
+        tree = tomllib.loads(read_text_file(Path(path), "sweep"))
+    except (ScenarioError, ValueError, RecursionError):  # TOMLDecodeError, UnicodeDecodeError are ValueErrors
         return True  # let SweepSpec.load report it
     return "sweep" in tree or "grid" in tree

@@ -59,11 +59,15 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
 #[pyfunction]
 #[pyo3(signature = (json, progress=None))]
 fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
-    let s = scenario::parse(json).map_err(ScenarioError::new_err)?;
+    // Guarded like validate: a panic in parsing is a RuntimeError, never a PanicException.
+    let s = guarded(|| scenario::parse(json))?.map_err(ScenarioError::new_err)?;
     let mut cb_error: Option<PyErr> = None;
+    // Building fails only on the input (e.g. more flows than memory can
+    // hold): a ScenarioError, one line and exit 2 in the CLI, like validation.
+    let mut build_error = false;
     let outcome = py.detach(|| {
         guarded(|| {
-            let mut w = World::new(&s)?;
+            let mut w = World::new(&s).inspect_err(|_| build_error = true)?;
             w.run(|now_ns| {
                 Python::attach(|py| {
                     if let Err(e) = py.check_signals() {
@@ -87,6 +91,9 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
         Ok(Err(e)) => {
             if let Some(err) = cb_error {
                 return Err(err);
+            }
+            if build_error {
+                return Err(ScenarioError::new_err(e));
             }
             if e == "interrupted" {
                 return Err(PyKeyboardInterrupt::new_err("simulation interrupted"));

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from aqmlab import _engine
-from aqmlab.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _add_plot_options
+from aqmlab.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, _add_plot_options, _jobs
 from aqmlab.cli.registry import cmd_registry
 from aqmlab.cli.report import cmd_compare, cmd_report
 from aqmlab.cli.run import cmd_run, cmd_validate
 from aqmlab.cli.sweep import cmd_sweep
-from aqmlab.scenario import ScenarioError
+from aqmlab.scenario import OutputError, ScenarioError
 
 __all__ = ["main", "build_parser"]
 
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
     s.add_argument("file", help="sweep TOML file")
-    s.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    s.add_argument("--jobs", "-j", type=_jobs, default=None, help="parallel runs (default: all cores)")
     s.add_argument("--backend", choices=["local", "dask"], default="local", help="local process pool or dask")
     s.add_argument("--scheduler", help="dask scheduler address (default: a local dask cluster)")
     s.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--full", action="store_true", help="the whole grid at the paper's durations, 3 seeds (the default; "
                       "may take hours on 2 cores, resumable from the cache)")  # fmt: skip
     rp.add_argument("--out", help="output directory (default: out/reproduce/<name>)")
-    rp.add_argument("--jobs", "-j", type=int, default=None, help="parallel runs (default: all cores)")
+    rp.add_argument("--jobs", "-j", type=_jobs, default=None, help="parallel runs (default: all cores)")
     rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
     rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
@@ -193,6 +193,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         sys.stderr.write(f"aqmlab: engine error: {e}\n")
         return EXIT_FAILED
+    except OutputError as e:  # read-only or full disk: one line, nothing half-written (issue 23)
+        if debug:  # the traceback as well, never a different exit code
+            traceback.print_exc()
+        sys.stderr.write(f"aqmlab: error: {e}\n")
+        return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (`aqmlab run X | head`): not an error. Point
         # stdout at /dev/null so the interpreter's final flush stays quiet.

@@ -55,6 +55,17 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return fmt(v, digits)
 
 
+def _jobs(text: str) -> int:
+    """--jobs: a whole number of worker processes, at least 1 (checked before anything runs)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"'{text}': give a whole number of parallel runs, at least 1 (leave it out for every core)")
+    return n
+
+
 def _add_plot_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", default="png", metavar="FMT[,FMT]",
                    help="plot formats besides the PNGs the report embeds: pdf, svg (e.g. --format pdf,svg)")  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqmlab.cli.common import EXIT_OK, _consoles, _duration_s, _fmt, _parse_set, _plot_options
-from aqmlab.scenario import ScenarioError
+from aqmlab.scenario import ScenarioError, check_writable_dir
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -171,8 +171,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         tree["seed"] = args.seed
     opts = _plot_options(args)  # checked before the run, not after it
     limits = _limits(args)
-    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json, **limits)
     out = Path(args.out) if args.out else Path("out") / Path(args.file).stem
+    check_writable_dir(out)  # a read-only or full disk must not cost the run
+    r = run_with_progress(tree, err_c, label=Path(args.file).stem, quiet=args.quiet or args.json, **limits)
     # Save before printing: a reader that closes the pipe early (`| head`)
     # must not cost the run. Plots and the report cost more than a small
     # run (matplotlib, pandas): only on request, or later with `aqmlab report`.

@@ -99,7 +99,31 @@ fn scaled_decimal(num: &str, scale: u64, what: &str, original: &str) -> Result<u
         value /= 10;
         exp += 1;
     }
-    u64::try_from(value).map_err(|_| UnitError(format!("'{original}' is too large")))
+    if value > MAX_QUANTITY as u128 {
+        return Err(UnitError(format!(
+            "'{original}' is too large: a {what} is at most 2^58 {} ({})",
+            base_unit(what),
+            max_in_words(what)
+        )));
+    }
+    Ok(value as u64)
+}
+
+/// The largest value any duration, rate, size or packet count may take, in
+/// its base unit: 2^58 (9.1 years in ns, 288 Pbit/s, 256 PiB). The engine
+/// adds a handful of input durations (start + jitter + RTT + delays) and
+/// multiplies sizes by 8 in u64; capping every input at 2^64 / 64 keeps all
+/// of that exact, where the full u64 range overflowed (found by fuzzing,
+/// tests/fuzz.rs: a delay of 18446744073709551615ns doubled in validation).
+pub const MAX_QUANTITY: u64 = 1 << 58;
+
+fn max_in_words(what: &str) -> &'static str {
+    match what {
+        "duration" => "about 9.1 years",
+        "rate" => "about 288 Pbit/s",
+        "size" => "256 PiB",
+        _ => "about 2.9e17",
+    }
 }
 
 /// The discrete step behind each quantity's base unit (for error messages).

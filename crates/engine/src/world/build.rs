@@ -52,9 +52,16 @@ impl World {
         };
         // Exact room for the long-lived flows: growing by doubling would hold
         // the old and the new table at once (1.5 × the table at 10 000 flows).
+        // Fallibly: the count comes from the input, and an allocation that
+        // fails must be an error, not an abort (a count of 10^8 used to end
+        // the process with "memory allocation of 96000000000 bytes failed").
         let long_lived: usize = s.flows.iter().map(|g| g.count as usize).sum();
-        w.flows.reserve_exact(long_lived);
-        w.flow_counters.reserve_exact(long_lived);
+        let too_many = |_| {
+            let gb = long_lived as f64 * std::mem::size_of::<Flow>() as f64 / 1e9;
+            format!("flows: {long_lived} flows need {gb:.1} GB for their state alone, more than this machine can allocate")
+        };
+        w.flows.try_reserve_exact(long_lived).map_err(too_many)?;
+        w.flow_counters.try_reserve_exact(long_lived).map_err(too_many)?;
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
             let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
