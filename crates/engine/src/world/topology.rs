@@ -117,7 +117,7 @@ impl Topology {
             schedule(&mut rate_changes, 0, &b.rate_schedule);
             let reverse = match &b.reverse {
                 Some(r) => {
-                    let q = QueueBuild { aqm: &r.queue.aqm, params: &r.queue.params, buffer: r.queue.buffer };
+                    let q = QueueBuild { aqm: &r.aqm, params: &r.params, buffer: r.buffer };
                     let mut l = queue_link(1, "bottleneck_rev".into(), r.rate_bps, b.delay_ns, 0.0, 0.0, q, opt)?;
                     l.report = true;
                     links.push(l);
