@@ -14,11 +14,9 @@ from aqmlab import _engine
 from aqmlab.scenario import Scenario, _Node
 
 #: Tables the engine reads as structs that Python keeps as plain dicts, with
-#: the reason. Their keys are still checked by the engine (strict, with "did
-#: you mean") when the scenario is validated.
-PLAIN_TABLES = {
-    "flows[].marker": "the PPV edge marker: a small table of policy settings, given as a dict",
-}
+#: the reason (none today). Their keys would still be checked by the engine
+#: (strict, with "did you mean") when the scenario is validated.
+PLAIN_TABLES: dict[str, str] = {}
 
 
 def python_tables(cls: type[_Node] = Scenario, path: str = "") -> dict[str, list[str]]:
