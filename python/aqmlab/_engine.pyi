@@ -31,5 +31,9 @@ def registry() -> str:
     """JSON text: {"aqm": {name: {summary, defaults}}, "cc": {name: {summary,
     defaults, default_ecn}}, "ecn": [names]}."""
 
+def scenario_keys() -> str:
+    """JSON text: {table path: [keys]} for every table a scenario may hold
+    ("" the top, "flows[]" a list of tables), as serde derives them."""
+
 def _panic_for_test() -> None:
     """Panic inside Rust; raises RuntimeError("engine panic: ...")."""

@@ -41,6 +41,8 @@ __all__ = [
     "Topology",
     "Link",
     "FlowGroup",
+    "Marker",
+    "Wlan",
     "Workload",
     "SizeDist",
     "Tcp",
@@ -234,6 +236,22 @@ class Topology(_Node):
 
 
 @dataclass(kw_only=True)
+class Marker(_Node):
+    """``[flows.marker]``: the Per Packet Value edge marker of each flow of
+    the group (docs/algorithms/ppv.md); ``tvf`` is a list of ``[rate, value]``."""
+
+    policy: str | None = None
+    weight: float | None = None
+    tvf: list[list[Any]] | None = None
+    method: str | None = None
+    rate_window: str | None = None
+    levels_per_octave: float | None = None
+    min_rate: str | None = None
+    max_rate: str | None = None
+    bucket_depth: str | None = None
+
+
+@dataclass(kw_only=True)
 class FlowGroup(_Node):
     """``[[flows]]`` entry: ``count`` flows alike."""
 
@@ -251,7 +269,9 @@ class FlowGroup(_Node):
     size: str | None = None
     rate: str | None = None
     packet_size: str | None = None
-    marker: Params | None = None
+    marker: Marker | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"marker": (Marker, False)}
 
 
 @dataclass(kw_only=True)

@@ -122,6 +122,15 @@ fn registry() -> PyResult<String> {
     aqmlab_engine::registry::registry().map(|r| r.to_string()).map_err(PyRuntimeError::new_err)
 }
 
+/// Every table a scenario may hold (its path, `[]` for a list of tables) with
+/// the keys it accepts, as serde derives them (JSON text: {path: [keys]}).
+#[pyfunction]
+fn scenario_keys() -> String {
+    let tables: serde_json::Map<String, serde_json::Value> =
+        aqmlab_engine::scenario::key_tables().into_iter().map(|(path, keys)| (path.to_string(), keys.into())).collect();
+    serde_json::Value::Object(tables).to_string()
+}
+
 /// Deliberately panic inside the engine (tests check it surfaces as an exception).
 #[pyfunction]
 fn _panic_for_test() -> PyResult<()> {
@@ -136,6 +145,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(registry, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_keys, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     Ok(())
 }

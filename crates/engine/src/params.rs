@@ -5,9 +5,10 @@
 //! helpers, and so does `scenario`; nothing here imports from the layers
 //! above. Errors are one line: `path: what is wrong (did you mean ...? allowed: ...)`.
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::de::{DeserializeOwned, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::fmt;
 
 /// Deserialise an algorithm's parameters (strict: unknown keys are errors)
 /// with every unspecified field at its documented default.
@@ -24,6 +25,59 @@ pub fn to_value<T: Serialize>(cfg: &T) -> Value {
 }
 
 
+/// The keys a struct accepts, in declaration order, exactly as serde's derive
+/// lists them (the `FIELDS` it hands to `deserialize_struct`, the same list its
+/// "unknown field" errors quote). None for a type that is not a plain struct
+/// (one with `#[serde(flatten)]` is read as a map and names no fields).
+pub fn struct_keys<'de, T: Deserialize<'de>>() -> Option<&'static [&'static str]> {
+    match T::deserialize(KeyProbe) {
+        Err(KeyProbeEnd(keys)) => keys,
+        Ok(_) => None,
+    }
+}
+
+/// A deserializer that answers nothing: it stops at the first request and
+/// reports the field list if that request was for a struct.
+struct KeyProbe;
+
+#[derive(Debug)]
+struct KeyProbeEnd(Option<&'static [&'static str]>);
+
+impl fmt::Display for KeyProbeEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("key probe")
+    }
+}
+
+impl std::error::Error for KeyProbeEnd {}
+
+impl serde::de::Error for KeyProbeEnd {
+    fn custom<M: fmt::Display>(_: M) -> Self {
+        KeyProbeEnd(None)
+    }
+}
+
+impl<'de> Deserializer<'de> for KeyProbe {
+    type Error = KeyProbeEnd;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, KeyProbeEnd> {
+        Err(KeyProbeEnd(None))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, KeyProbeEnd> {
+        Err(KeyProbeEnd(Some(fields)))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
 
 /// Deserialise `value` strictly; on error return one line
 /// "path: message" with a "did you mean" for near-miss keys.
@@ -138,4 +192,35 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Two {
+        #[serde(rename = "rate")]
+        rate_bps: u64,
+        name: String,
+    }
+
+    #[derive(Deserialize)]
+    #[allow(dead_code)]
+    struct Flat {
+        #[serde(flatten)]
+        inner: Two,
+    }
+
+    #[test]
+    fn struct_keys_are_serdes_field_list() {
+        assert_eq!(struct_keys::<Two>(), Some(&["rate", "name"][..]));
+        assert_eq!(struct_keys::<Flat>(), None);
+        assert_eq!(struct_keys::<u64>(), None);
+        // The same list serde's unknown-field error quotes.
+        let e = from_value_path::<Two>(serde_json::json!({"rate": 1, "name": "x", "rtae": 2})).unwrap_err();
+        assert!(e.ends_with("allowed: rate, name)"), "{e}");
+    }
 }

@@ -20,24 +20,63 @@
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
 use crate::packet::{Ecn, Packet};
-use crate::sim::units::{serde_duration, serde_opt_duration};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct CodelConfig {
-    /// Acceptable minimum standing sojourn time.
-    #[serde(rename = "target", with = "serde_duration")]
-    pub target_ns: u64,
-    /// Window over which the minimum sojourn must stay above target before
-    /// dropping starts; on the order of a worst-case RTT.
-    #[serde(rename = "interval", with = "serde_duration")]
-    pub interval_ns: u64,
-    /// CE-mark ECN-capable packets instead of dropping them.
-    pub ecn: bool,
-    /// Linux extension: CE-mark every ECT packet whose sojourn exceeds this.
-    #[serde(rename = "ce_threshold", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub ce_threshold_ns: Option<u64>,
+/// Defines a config struct that ends with CoDel's four parameters, so that
+/// CoDel and FQ-CoDel (RFC 8290 §4: "the same parameters as CoDel") declare
+/// them once: the same keys, units, checks and error texts. The fields stay
+/// flat (`cfg.target_ns`) and inside serde's strict key list; a nested struct
+/// behind `#[serde(flatten)]` would be read as a map, and its errors would
+/// lose their key path and the list of allowed keys. Each config keeps its
+/// own `Default` (FQ-CoDel turns ECN on).
+macro_rules! codel_config {
+    ($(#[$attr:meta])* pub struct $name:ident { $($(#[$fattr:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$attr])*
+        pub struct $name {
+            $($(#[$fattr])* pub $field: $ty,)*
+            /// Acceptable minimum standing sojourn time (RFC 8289 §4 TARGET).
+            #[serde(rename = "target", with = "crate::sim::units::serde_duration")]
+            pub target_ns: u64,
+            /// Window over which the minimum sojourn must stay above target before
+            /// dropping starts; on the order of a worst-case RTT (RFC 8289 §4 INTERVAL).
+            #[serde(rename = "interval", with = "crate::sim::units::serde_duration")]
+            pub interval_ns: u64,
+            /// CE-mark ECN-capable packets instead of dropping them.
+            pub ecn: bool,
+            /// Linux extension: CE-mark every ECT packet whose sojourn exceeds this.
+            #[serde(rename = "ce_threshold", with = "crate::sim::units::serde_opt_duration", skip_serializing_if = "Option::is_none")]
+            pub ce_threshold_ns: Option<u64>,
+        }
+
+        impl $name {
+            /// Check CoDel's parameters and build them for a link with `mtu` bytes.
+            pub fn codel_params(&self, mtu: u32) -> Result<$crate::aqm::codel::CodelParams, String> {
+                if self.target_ns == 0 {
+                    return Err("target: must be positive".into());
+                }
+                if self.interval_ns == 0 {
+                    return Err("interval: must be positive".into());
+                }
+                if self.ce_threshold_ns == Some(0) {
+                    return Err("ce_threshold: must be positive (omit it to disable)".into());
+                }
+                Ok($crate::aqm::codel::CodelParams {
+                    target_ns: self.target_ns,
+                    interval_ns: self.interval_ns,
+                    mtu_bytes: mtu as u64,
+                    ecn: self.ecn,
+                    ce_threshold_ns: self.ce_threshold_ns,
+                })
+            }
+        }
+    };
+}
+pub(crate) use codel_config;
+
+codel_config! {
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct CodelConfig {}
 }
 
 impl Default for CodelConfig {
@@ -52,28 +91,6 @@ impl Default for CodelConfig {
             // disabled; Linux default (no CE threshold marking).
             ce_threshold_ns: None,
         }
-    }
-}
-
-impl CodelConfig {
-    /// Check the config and build the immutable parameters for a link with `mtu` bytes.
-    pub fn params(&self, mtu: u32) -> Result<CodelParams, String> {
-        if self.target_ns == 0 {
-            return Err("target: must be positive".into());
-        }
-        if self.interval_ns == 0 {
-            return Err("interval: must be positive".into());
-        }
-        if self.ce_threshold_ns == Some(0) {
-            return Err("ce_threshold: must be positive (omit it to disable)".into());
-        }
-        Ok(CodelParams {
-            target_ns: self.target_ns,
-            interval_ns: self.interval_ns,
-            mtu_bytes: mtu as u64,
-            ecn: self.ecn,
-            ce_threshold_ns: self.ce_threshold_ns,
-        })
     }
 }
 
@@ -241,7 +258,7 @@ impl Codel {
         Ok(Codel {
             q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
             limit: env.limit,
-            params: cfg.params(env.mtu_bytes)?,
+            params: cfg.codel_params(env.mtu_bytes)?,
             vars: CodelVars::default(),
         })
     }

@@ -18,10 +18,11 @@
 //! Linux differ (what the PI controller measures; how the L4S native and
 //! coupled probabilities combine); every numeric default can be overridden.
 
+use super::pi::{check_pi_gains, pi_config};
 use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
-use crate::sim::units::{serde_duration, serde_opt_duration};
+use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,44 +44,36 @@ pub enum NativeAqm {
     Ramp,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct DualPi2Config {
-    pub variant: DualPi2Variant,
-    /// PI2 target queue delay; None = the variant's value.
-    #[serde(rename = "target", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub target_ns: Option<u64>,
-    /// PI2 update period; None = the variant's value.
-    #[serde(rename = "tupdate", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub tupdate_ns: Option<u64>,
-    /// Integral gain (Hz); None = the variant's value.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha: Option<f64>,
-    /// Proportional gain (Hz); None = the variant's value.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub beta: Option<f64>,
-    /// Native L4S AQM; None = the variant's (step for linux, ramp for rfc).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub native: Option<NativeAqm>,
-    /// Coupling factor k: p_CL = k * p'.
-    pub coupling_factor: f64,
-    #[serde(rename = "step_thresh", with = "serde_duration")]
-    pub step_thresh_ns: u64,
-    #[serde(rename = "ramp_min_th", with = "serde_duration")]
-    pub ramp_min_th_ns: u64,
-    #[serde(rename = "ramp_range", with = "serde_duration")]
-    pub ramp_range_ns: u64,
-    /// No native ramp marking while the L-queue holds at most this many packets.
-    pub th_len_pkts: u32,
-    /// On L4S saturation (k*p' > 1) drop L4S with p'^2 (true) or let the queue overflow (false).
-    pub drop_on_overload: bool,
-    pub l4s_ect: L4sEct,
-    pub scheduler: SchedulerKind,
-    /// WRR Classic weight in percent.
-    pub classic_protection: u8,
-    /// TS-FIFO time shift.
-    #[serde(rename = "tshift", with = "serde_duration")]
-    pub tshift_ns: u64,
+pi_config! {
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct DualPi2Config {
+        pub variant: DualPi2Variant,
+        @target_tupdate
+        @alpha_beta
+        /// Native L4S AQM; None = the variant's (step for linux, ramp for rfc).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub native: Option<NativeAqm>,
+        /// Coupling factor k: p_CL = k * p'.
+        pub coupling_factor: f64,
+        #[serde(rename = "step_thresh", with = "serde_duration")]
+        pub step_thresh_ns: u64,
+        #[serde(rename = "ramp_min_th", with = "serde_duration")]
+        pub ramp_min_th_ns: u64,
+        #[serde(rename = "ramp_range", with = "serde_duration")]
+        pub ramp_range_ns: u64,
+        /// No native ramp marking while the L-queue holds at most this many packets.
+        pub th_len_pkts: u32,
+        /// On L4S saturation (k*p' > 1) drop L4S with p'^2 (true) or let the queue overflow (false).
+        pub drop_on_overload: bool,
+        pub l4s_ect: L4sEct,
+        pub scheduler: SchedulerKind,
+        /// WRR Classic weight in percent.
+        pub classic_protection: u8,
+        /// TS-FIFO time shift.
+        #[serde(rename = "tshift", with = "serde_duration")]
+        pub tshift_ns: u64,
+    }
 }
 
 impl Default for DualPi2Config {
@@ -205,18 +198,7 @@ impl DualPi2 {
             pi_on_max_sojourn: cfg.variant == DualPi2Variant::Linux,
             l4s_recur_max: cfg.variant == DualPi2Variant::Rfc,
         };
-        if params.target_ns == 0 {
-            return Err("target: must be positive".into());
-        }
-        if params.tupdate_ns == 0 {
-            return Err("tupdate: must be positive".into());
-        }
-        if !(params.alpha.is_finite() && params.alpha >= 0.0) {
-            return Err("alpha: must be a non-negative number (Hz)".into());
-        }
-        if !(params.beta.is_finite() && params.beta >= 0.0) {
-            return Err("beta: must be a non-negative number (Hz)".into());
-        }
+        check_pi_gains(params.target_ns, params.tupdate_ns, params.alpha, params.beta)?;
         if !(params.k.is_finite() && params.k > 0.0) {
             return Err("coupling_factor: must be positive".into());
         }

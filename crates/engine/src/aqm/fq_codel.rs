@@ -16,38 +16,31 @@
 //! DEVIATION (Linux sch_fq_codel.c): memory is counted as packet bytes on the
 //! wire, not `skb->truesize`.
 
-use super::codel::{codel_dequeue, CodelConfig, CodelParams, CodelQueue, CodelVars};
+use super::codel::{codel_config, codel_dequeue, CodelConfig, CodelParams, CodelQueue, CodelVars};
 use super::fifo::PacketQueue;
 use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
-use crate::sim::units::{serde_duration, serde_opt_duration, serde_size};
+use crate::sim::units::serde_size;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct FqCodelConfig {
-    /// Number of hash buckets (flow queues).
-    pub flows: u32,
-    /// DRR quantum: bytes a flow may send per round.
-    #[serde(rename = "quantum", with = "serde_size")]
-    pub quantum_bytes: u64,
-    /// Byte ceiling on everything queued (in addition to the scenario's buffer).
-    #[serde(rename = "memory_limit", with = "serde_size")]
-    pub memory_limit_bytes: u64,
-    /// Most packets one overflow event drops from the fattest flow.
-    pub drop_batch_size: u32,
-    /// CoDel target per flow.
-    #[serde(rename = "target", with = "serde_duration")]
-    pub target_ns: u64,
-    /// CoDel interval per flow.
-    #[serde(rename = "interval", with = "serde_duration")]
-    pub interval_ns: u64,
-    /// CE-mark instead of dropping ECN-capable packets.
-    pub ecn: bool,
-    /// Linux extension: CE-mark ECT packets whose sojourn exceeds this.
-    #[serde(rename = "ce_threshold", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub ce_threshold_ns: Option<u64>,
+codel_config! {
+    /// FQ-CoDel's own parameters, then CoDel's (target, interval, ecn,
+    /// ce_threshold: [`codel_config`]), which run per flow.
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct FqCodelConfig {
+        /// Number of hash buckets (flow queues).
+        pub flows: u32,
+        /// DRR quantum: bytes a flow may send per round.
+        #[serde(rename = "quantum", with = "serde_size")]
+        pub quantum_bytes: u64,
+        /// Byte ceiling on everything queued (in addition to the scenario's buffer).
+        #[serde(rename = "memory_limit", with = "serde_size")]
+        pub memory_limit_bytes: u64,
+        /// Most packets one overflow event drops from the fattest flow.
+        pub drop_batch_size: u32,
+    }
 }
 
 impl Default for FqCodelConfig {
@@ -138,13 +131,7 @@ impl FqCodel {
         if cfg.memory_limit_bytes == 0 {
             return Err("memory_limit: must be positive".into());
         }
-        let codel = CodelConfig {
-            target_ns: cfg.target_ns,
-            interval_ns: cfg.interval_ns,
-            ecn: cfg.ecn,
-            ce_threshold_ns: cfg.ce_threshold_ns,
-        }
-        .params(env.mtu_bytes)?;
+        let codel = cfg.codel_params(env.mtu_bytes)?;
         let flow = Flow { q: PacketQueue::default(), vars: CodelVars::default(), deficit: 0, list: List::None };
         Ok(FqCodel {
             flows: vec![flow; cfg.flows as usize],

@@ -18,6 +18,7 @@ pub mod dualpi2;
 pub mod dualq;
 pub mod fifo;
 pub mod fq_codel;
+pub mod pi;
 pub mod pi2;
 pub mod pie;
 pub mod qcn;

@@ -16,6 +16,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use super::pi::check_pi_gains;
 use crate::packet::Packet;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
@@ -87,18 +88,7 @@ fn pi2_roll(ctx: &mut QdiscCtx, p: f64) -> bool {
 
 impl Pi2 {
     pub fn new(cfg: Pi2Config, env: &QdiscEnv) -> Result<Self, String> {
-        if cfg.target_ns == 0 {
-            return Err("target: must be positive".into());
-        }
-        if cfg.tupdate_ns == 0 {
-            return Err("tupdate: must be positive".into());
-        }
-        if !(cfg.alpha.is_finite() && cfg.alpha >= 0.0) {
-            return Err("alpha: must be a non-negative number (Hz)".into());
-        }
-        if !(cfg.beta.is_finite() && cfg.beta >= 0.0) {
-            return Err("beta: must be a non-negative number (Hz)".into());
-        }
+        check_pi_gains(cfg.target_ns, cfg.tupdate_ns, cfg.alpha, cfg.beta)?;
         if !(cfg.coupling_factor.is_finite() && cfg.coupling_factor > 0.0) {
             return Err("coupling_factor: must be positive".into());
         }

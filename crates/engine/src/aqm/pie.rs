@@ -19,6 +19,7 @@
 
 use super::fifo::{initial_capacity, PacketQueue};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
+use super::pi::{check_pi_gains, pi_config};
 use crate::packet::Packet;
 use crate::sim::units::{serde_opt_duration, serde_size};
 use serde::{Deserialize, Serialize};
@@ -43,39 +44,31 @@ pub enum PieEstimator {
     DqRate,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct PieConfig {
-    pub preset: PiePreset,
-    /// QDELAY_REF; None = the preset's value.
-    #[serde(rename = "target", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub target_ns: Option<u64>,
-    /// T_UPDATE; None = the preset's value.
-    #[serde(rename = "tupdate", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub tupdate_ns: Option<u64>,
-    /// MAX_BURST; None = the preset's value.
-    #[serde(rename = "max_burst", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub max_burst_ns: Option<u64>,
-    /// Integral gain in Hz; None = the preset's value.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha: Option<f64>,
-    /// Proportional gain in Hz; None = the preset's value.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub beta: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimator: Option<PieEstimator>,
-    /// RFC 8033 §5.4 accumulated-probability derandomisation; None = preset.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub derandomize: Option<bool>,
-    /// DQ_THRESHOLD: bytes per dequeue-rate measurement (RFC 8033 §5.2).
-    #[serde(rename = "dq_threshold", with = "serde_size")]
-    pub dq_threshold_bytes: u64,
-    /// CE-mark ECT packets instead of dropping while p <= mark_ecn_threshold.
-    pub ecn: bool,
-    /// Above this p, ECT packets are dropped too (RFC 8033 §5.1).
-    pub mark_ecn_threshold: f64,
-    /// Scale p by packet size / MTU (Linux `bytemode`).
-    pub bytemode: bool,
+pi_config! {
+    #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    pub struct PieConfig {
+        pub preset: PiePreset,
+        @target_tupdate
+        /// MAX_BURST; None = the preset's value.
+        #[serde(rename = "max_burst", with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+        pub max_burst_ns: Option<u64>,
+        @alpha_beta
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub estimator: Option<PieEstimator>,
+        /// RFC 8033 §5.4 accumulated-probability derandomisation; None = preset.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub derandomize: Option<bool>,
+        /// DQ_THRESHOLD: bytes per dequeue-rate measurement (RFC 8033 §5.2).
+        #[serde(rename = "dq_threshold", with = "serde_size")]
+        pub dq_threshold_bytes: u64,
+        /// CE-mark ECT packets instead of dropping while p <= mark_ecn_threshold.
+        pub ecn: bool,
+        /// Above this p, ECT packets are dropped too (RFC 8033 §5.1).
+        pub mark_ecn_threshold: f64,
+        /// Scale p by packet size / MTU (Linux `bytemode`).
+        pub bytemode: bool,
+    }
 }
 
 impl Default for PieConfig {
@@ -276,18 +269,7 @@ impl Pie {
             mtu: env.mtu_bytes as u64,
             rules: cfg.preset.rules(),
         };
-        if params.target_ns == 0 {
-            return Err("target: must be positive".into());
-        }
-        if params.tupdate_ns == 0 {
-            return Err("tupdate: must be positive".into());
-        }
-        if !(params.alpha.is_finite() && params.alpha >= 0.0) {
-            return Err("alpha: must be a non-negative number (Hz)".into());
-        }
-        if !(params.beta.is_finite() && params.beta >= 0.0) {
-            return Err("beta: must be a non-negative number (Hz)".into());
-        }
+        check_pi_gains(params.target_ns, params.tupdate_ns, params.alpha, params.beta)?;
         if params.dq_threshold == 0 {
             return Err("dq_threshold: must be positive".into());
         }

@@ -10,6 +10,33 @@ use crate::transport::TcpConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Every table a scenario may hold, by its path (`[]`: a list of tables),
+/// with the keys it accepts, as serde derives them from the structs below.
+/// Python's scenario dataclasses are checked against this listing
+/// (tests/test_scenario_keys.py); `params` tables belong to the registry.
+pub fn key_tables() -> Vec<(&'static str, &'static [&'static str])> {
+    fn keys<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
+        crate::params::struct_keys::<T>().expect("scenario tables are plain structs")
+    }
+    vec![
+        ("", keys::<Scenario>()),
+        ("bottleneck", keys::<BottleneckSpec>()),
+        ("bottleneck.rate_schedule[]", keys::<RateChange>()),
+        ("bottleneck.reverse", keys::<ReverseSpec>()),
+        ("topology", keys::<TopologySpec>()),
+        ("topology.links[]", keys::<LinkSpec>()),
+        ("topology.links[].rate_schedule[]", keys::<RateChange>()),
+        ("topology.links[].wlan", keys::<WlanSpec>()),
+        ("flows[]", keys::<FlowGroup>()),
+        ("flows[].marker", keys::<crate::ppv::marker::MarkerSpec>()),
+        ("workloads[]", keys::<Workload>()),
+        ("workloads[].size", keys::<SizeDist>()),
+        ("tcp", keys::<TcpConfig>()),
+        ("metrics", keys::<MetricsConfig>()),
+        ("engine", keys::<EngineConfig>()),
+    ]
+}
+
 fn default_seed() -> u64 {
     1
 }
@@ -89,18 +116,6 @@ pub struct RateChange {
     pub rate_bps: u64,
 }
 
-/// A queue on a link: discipline, its parameters and the buffer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QueueSpec {
-    #[serde(default = "default_aqm")]
-    pub aqm: String,
-    #[serde(default)]
-    pub params: Value,
-    #[serde(default = "default_buffer", with = "serde_buffer")]
-    pub buffer: BufferSpec,
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BottleneckSpec {
@@ -138,8 +153,14 @@ pub struct BottleneckSpec {
 pub struct ReverseSpec {
     #[serde(rename = "rate", with = "serde_rate")]
     pub rate_bps: u64,
-    #[serde(flatten)]
-    pub queue: QueueSpec,
+    // The queue's keys written out rather than a flattened struct: serde's
+    // `flatten` reads a map and loses the key list of "unknown key" errors.
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

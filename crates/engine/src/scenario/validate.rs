@@ -178,7 +178,7 @@ impl Scenario {
                 b.params = check_queue("bottleneck", &b.aqm, &b.params, b.rate_bps, b.buffer, mtu)?;
                 if let Some(r) = &mut b.reverse {
                     check_rate("bottleneck.reverse.rate", r.rate_bps)?;
-                    r.queue.params = check_queue("bottleneck.reverse", &r.queue.aqm, &r.queue.params, r.rate_bps, r.queue.buffer, mtu)?;
+                    r.params = check_queue("bottleneck.reverse", &r.aqm, &r.params, r.rate_bps, r.buffer, mtu)?;
                 }
                 if let Some(a) = b.access_rate_bps {
                     check_rate("bottleneck.access_rate", a)?;

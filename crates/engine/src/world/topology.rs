@@ -18,6 +18,33 @@ pub struct QueueBuild<'a> {
     pub aqm: &'a str,
     pub params: &'a Value,
     pub buffer: BufferSpec,
+    /// The link rate the discipline is told when it is not the link's own
+    /// (a WLAN medium: the PHY rate is not what the queue drains at).
+    pub told_rate_bps: Option<u64>,
+}
+
+/// The parameters of a `fifo` (its defaults), for queues the scenario does not configure.
+static FIFO_DEFAULTS: Value = Value::Null;
+
+impl<'a> QueueBuild<'a> {
+    /// A queue as the scenario configures it (the discipline told the link's rate).
+    pub fn new(aqm: &'a str, params: &'a Value, buffer: BufferSpec) -> Self {
+        QueueBuild { aqm, params, buffer, told_rate_bps: None }
+    }
+
+    /// A tail-drop FIFO of `buffer` (access links, the reverse of a graph link).
+    pub fn fifo(buffer: BufferSpec) -> Self {
+        QueueBuild::new("fifo", &FIFO_DEFAULTS, buffer)
+    }
+}
+
+/// A link's wire: its name, rate, propagation delay and random loss and marking.
+pub struct Wire {
+    pub name: String,
+    pub rate_bps: u64,
+    pub delay_ns: u64,
+    pub loss: f64,
+    pub mark: f64,
 }
 
 /// Knobs that apply to every queue.
@@ -29,37 +56,13 @@ pub struct QueueOptions {
     pub sample_every: u32,
 }
 
-/// A link of `rate_bps` with a queue, its random streams derived from its index.
-pub fn queue_link(
-    index: usize,
-    name: String,
-    rate_bps: u64,
-    delay_ns: u64,
-    loss: f64,
-    mark: f64,
-    q: QueueBuild,
-    opt: QueueOptions,
-) -> Result<Link, String> {
-    queue_link_told(index, name, rate_bps, rate_bps, delay_ns, loss, mark, q, opt)
-}
-
-/// As [`queue_link`], but the discipline is told the link's rate is
-/// `aqm_rate_bps` (a WLAN medium: the PHY rate is not what the queue drains at).
-#[allow(clippy::too_many_arguments)]
-pub fn queue_link_told(
-    index: usize,
-    name: String,
-    rate_bps: u64,
-    aqm_rate_bps: u64,
-    delay_ns: u64,
-    loss: f64,
-    mark: f64,
-    q: QueueBuild,
-    opt: QueueOptions,
-) -> Result<Link, String> {
-    let env = QdiscEnv { link_rate_bps: aqm_rate_bps, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, aqm_rate_bps) };
+/// A link with a queue, its random streams derived from its index.
+pub fn queue_link(index: usize, wire: Wire, q: QueueBuild, opt: QueueOptions) -> Result<Link, String> {
+    let told = q.told_rate_bps.unwrap_or(wire.rate_bps);
+    let env = QdiscEnv { link_rate_bps: told, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, told) };
     let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
-    let link = Link::new(name, rate_bps, delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, index as u64));
+    let rng = SimRng::derive(opt.seed, Domain::Link, index as u64);
+    let link = Link::new(wire.name, wire.rate_bps, wire.delay_ns, wire.loss, wire.mark, rng);
     Ok(link.with_queue(
         qdisc,
         q.aqm.to_string(),
@@ -109,16 +112,16 @@ impl Topology {
         let mut rate_changes = vec![];
         let mut mediums = vec![];
         let shape = if let Some(b) = &s.bottleneck {
-            let q = QueueBuild { aqm: &b.aqm, params: &b.params, buffer: b.buffer };
-            let mut l = queue_link(0, "bottleneck".into(), b.rate_bps, b.delay_ns, b.loss, b.mark, q, opt)?;
+            let wire = Wire { name: "bottleneck".into(), rate_bps: b.rate_bps, delay_ns: b.delay_ns, loss: b.loss, mark: b.mark };
+            let mut l = queue_link(0, wire, QueueBuild::new(&b.aqm, &b.params, b.buffer), opt)?;
             l.report = true;
             l.bottleneck = true;
             links.push(l);
             schedule(&mut rate_changes, 0, &b.rate_schedule);
             let reverse = match &b.reverse {
                 Some(r) => {
-                    let q = QueueBuild { aqm: &r.queue.aqm, params: &r.queue.params, buffer: r.queue.buffer };
-                    let mut l = queue_link(1, "bottleneck_rev".into(), r.rate_bps, b.delay_ns, 0.0, 0.0, q, opt)?;
+                    let wire = Wire { name: "bottleneck_rev".into(), rate_bps: r.rate_bps, delay_ns: b.delay_ns, loss: 0.0, mark: 0.0 };
+                    let mut l = queue_link(1, wire, QueueBuild::new(&r.aqm, &r.params, r.buffer), opt)?;
                     l.report = true;
                     links.push(l);
                     Some(1)
@@ -161,20 +164,13 @@ impl Topology {
         let i = links.len();
         let link = match spec.rate_bps {
             Some(rate) => {
-                let fifo = Value::Null;
-                let q = if reverse {
-                    QueueBuild { aqm: "fifo", params: &fifo, buffer: spec.buffer }
-                } else {
-                    QueueBuild { aqm: &spec.aqm, params: &spec.params, buffer: spec.buffer }
-                };
+                let mut q = if reverse { QueueBuild::fifo(spec.buffer) } else { QueueBuild::new(&spec.aqm, &spec.params, spec.buffer) };
+                q.told_rate_bps = spec.wlan.as_ref().map(|w| {
+                    w.aqm_rate_bps.unwrap_or_else(|| medium::frame_rate_bps(rate, opt.mtu, w.header_bytes, w.overhead_ns))
+                });
                 let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
-                let told = match &spec.wlan {
-                    Some(w) => w.aqm_rate_bps.unwrap_or_else(|| {
-                        medium::frame_rate_bps(rate, opt.mtu, w.header_bytes, w.overhead_ns)
-                    }),
-                    None => rate,
-                };
-                let mut l = queue_link_told(i, name, rate, told, spec.delay_ns, loss, mark, q, opt)?;
+                let wire = Wire { name, rate_bps: rate, delay_ns: spec.delay_ns, loss, mark };
+                let mut l = queue_link(i, wire, q, opt)?;
                 l.report = true;
                 l.bottleneck = !reverse;
                 l
@@ -199,9 +195,8 @@ impl Topology {
                 let first = match access_rate_bps {
                     Some(rate) => {
                         let i = links.len();
-                        let fifo = Value::Null;
-                        let q = QueueBuild { aqm: "fifo", params: &fifo, buffer: BufferSpec::Time(100_000_000) };
-                        links.push(queue_link(i, format!("access{i}"), *rate, a_send, 0.0, 0.0, q, self.opt)?);
+                        let wire = Wire { name: format!("access{i}"), rate_bps: *rate, delay_ns: a_send, loss: 0.0, mark: 0.0 };
+                        links.push(queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), self.opt)?);
                         Hop::Link(i as u32)
                     }
                     None => Hop::Delay(a_send),
