@@ -32,6 +32,14 @@ import tomli_w
 
 from aqmlab import _engine
 from aqmlab._engine import ScenarioError
+from aqmlab._io import (  # noqa: F401 (re-exported: scenario files and results are written through these)
+    MAX_FILE_BYTES,
+    OutputError,
+    atomic_write_bytes,
+    atomic_write_text,
+    check_writable_dir,
+    read_text_file,
+)
 
 __all__ = [
     "Scenario",
@@ -429,33 +437,6 @@ ScenarioLike = Scenario | Mapping[str, Any] | str | os.PathLike[str]
 # Reading, validating, writing.
 
 
-#: Largest scenario or sweep file read (real ones are a few kB). Reading is
-#: bounded so /dev/zero or a stray multi-GB file is refused, not read until
-#: the machine runs out of memory (it was: `aqmlab run /dev/zero` was killed
-#: by the kernel's OOM killer after taking 23 GB).
-MAX_FILE_BYTES = 16 * 2**20
-
-
-def read_text_file(p: Path, what: str) -> str:
-    """The UTF-8 text of a scenario or sweep file, at most MAX_FILE_BYTES;
-    ScenarioError (one line) for anything else."""
-    try:
-        with p.open("rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ScenarioError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise ScenarioError(f"{p}: is a directory, not a {what} file") from None
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise ScenarioError(f"{p}: larger than {MAX_FILE_BYTES // 2**20} MiB: not a {what} file (they are a few kB of TOML)")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ScenarioError(f"{p}: not a text file (a {what} is TOML in UTF-8)") from None
-
-
 def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
     text = read_text_file(p, "scenario")
@@ -560,65 +541,6 @@ def dump_toml(tree: Mapping[str, Any]) -> str:
     """TOML text of a scenario tree (None values, which TOML cannot hold, are
     left out: for the engine an absent key and null are the same)."""
     return tomli_w.dumps(_plain(tree))
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    return atomic_write_bytes(path, text.encode())
-
-
-class OutputError(OSError):
-    """A result could not be written (read-only or full disk, a file where a
-    directory should be): one line naming the file; the CLI exits with 2.
-    Nothing half-written is left behind."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
-
-
-def check_writable_dir(path: str | os.PathLike[str]) -> None:
-    """Raise OutputError now, before a long run, if results could not be
-    written to directory ``path``: a file in the way, a read-only or full
-    file system. Creates nothing."""
-    p = Path(path).absolute()
-    probe = p
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        raise OutputError(20, f"cannot write {p}: {probe} is a file, not a directory")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise OutputError(13, f"cannot write {p}: {probe} is not writable (read-only?)")
-    try:
-        free = os.statvfs(probe).f_bavail
-    except OSError:
-        return
-    if free == 0:
-        raise OutputError(28, f"cannot write {p}: no space left on the device holding {probe}")
-
-
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write to a temporary file next to ``path``, then rename over it, so a
-    reader (or a crash) never sees half a file and an old file survives a
-    failed write. The temporary name holds the process and thread, so
-    concurrent writers (two sweeps sharing a cache) never share one; the
-    rename is atomic, and writers of one cache key write identical bytes."""
-    import threading
-
-    p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except OSError as e:
-        reason = e.strerror or str(e)
-        raise OutputError(e.errno, f"cannot write {p}: {reason}") from e
-    finally:
-        try:
-            tmp.unlink()
-        except OSError:  # renamed (the usual case), never created, or unwritable
-            pass
-    return p
 
 
 # ---------------------------------------------------------------------------
