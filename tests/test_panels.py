@@ -93,7 +93,7 @@ def test_aqm_kids_targets_by_loads_grid_draws_the_per_case_rtt() -> None:
         t = c.tags
         if "rtt_ms" not in t:
             continue
-        med = 3.0 * t["target_ms"] ** 0.5 + t["flows"] / 8 + AQMS.index(t["aqm"])
+        med = 3.0 * t["target_ms"] ** 0.5 + t["flows"] / 8 + (*AQMS, "fq_codel").index(t["aqm"])
         truth[(t["aqm"], t["target_ms"], t["flows"], t["rtt_ms"], t["ecn"])] = t["rtt_ms"] + med
         by_label[c.label] = [{"queues": [{"name": "bottleneck", "sojourn_ms": {"p10": med / 2, "p50": med, "p90": 2 * med}}],
                               "flows": [{"rtt_ms": t["rtt_ms"]}]}]  # fmt: skip
