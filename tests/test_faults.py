@@ -262,9 +262,17 @@ def test_a_dask_worker_killed_mid_sweep_is_retried_and_results_match_local() -> 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as client:  # fmt: skip
 
-        def kill_a_busy_worker(done: int, total: int, point: Any, status: str) -> None:
-            if killed or done < 2:
-                return
+        # The kill runs in a thread of its own: the progress callback may be
+        # called on the client's event loop, where a blocking client call
+        # (processing, run) fails ("bound to a different event loop").
+        two_done = threading.Event()
+
+        def note_progress(done: int, total: int, point: Any, status: str) -> None:
+            if done >= 2:
+                two_done.set()
+
+        def kill_a_busy_worker() -> None:
+            two_done.wait()
             busy = {w: list(ks) for w, ks in client.processing().items() if ks}
             if not busy:  # nothing in flight (all done): nothing to prove with a kill
                 return
@@ -273,8 +281,12 @@ def test_a_dask_worker_killed_mid_sweep_is_retried_and_results_match_local() -> 
             os.kill(pid, signal.SIGKILL)
             killed.append((addr, pid, [str(k) for k in keys]))
 
+        killer = threading.Thread(target=kill_a_busy_worker, daemon=True)
+        killer.start()
         res = sweep_fn(spec, backend="dask", scheduler=cluster.scheduler_address, cache_dir=None,
-                       progress=kill_a_busy_worker)  # fmt: skip
+                       progress=note_progress)  # fmt: skip
+        two_done.set()
+        killer.join(timeout=60)
     assert killed and killed[0][2], "no worker was killed while it held runs"
     assert res.failed == 0 and res.ran == 12
     cols = [c for c in local.runs.columns if c != "perf.wall_s"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -145,8 +146,21 @@ def _run_once(name: str, duration: str | None, metrics: str = "default", rate: s
     if rate:
         cmd += ["--rate", rate]
     before = _cpu_ticks()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # SIGINT is held while the child starts: an interrupt arriving inside
+    # Popen (after the fork, before Popen returns) would leave a child nobody
+    # ends. Restored first thing in the try below, where a pending SIGINT
+    # then raises and ends the child. The child unblocks it for itself.
+    hold = hasattr(signal, "pthread_sigmask")
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if hold else None
     try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except BaseException:
+        if hold:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # type: ignore[arg-type]
+        raise
+    try:
+        if hold:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # type: ignore[arg-type]
         out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
         _, status, usage = os.wait4(proc.pid, 0)
     except BaseException:
@@ -273,6 +287,8 @@ def cli_bench(args: argparse.Namespace) -> int:
 
 
 def _child_main(argv: list[str]) -> int:
+    if hasattr(signal, "pthread_sigmask"):  # the parent held SIGINT while starting us
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     p = argparse.ArgumentParser(prog="python -m aqmlab.bench")
     p.add_argument("--child", required=True)
     p.add_argument("--duration")

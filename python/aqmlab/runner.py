@@ -298,6 +298,12 @@ def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None],
         raise
 
 
+#: Submissions of one run before an error of the cluster (not of the
+#: simulation) makes it a failed run. Our choice: a run lost to a worker or
+#: the client twice in a row points to the cluster, not to bad luck.
+DASK_TRIES = 3
+
+
 def _run_dask(
     todo: list[Point], n_jobs: int, scheduler: str | None, finish: Callable[[Outcome], None], outcome_of: Any
 ) -> None:
@@ -314,16 +320,27 @@ def _run_dask(
         cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = {}
+        futures, tries = {}, {}
         for p in todo:
             fut = client.submit(_simulate, *_args(p), key=f"aqmlab-{p.key}", pure=False)
-            futures[fut] = p
-        for fut in as_completed(list(futures)):
-            p = futures[fut]
+            futures[fut], tries[p.key] = p, 1
+        pending = as_completed(list(futures))
+        for fut in pending:
+            p = futures.pop(fut)
             try:
                 res = fut.result()
             except Exception as e:
-                res = ("failed", f"{type(e).__name__}: {e}")
+                # _simulate returns a simulation's failure as ("failed", ...):
+                # an exception here is the cluster's (a worker lost beyond
+                # dask's own retries, a client-side error). Submit the run
+                # again, up to DASK_TRIES times, before calling it failed.
+                if tries[p.key] < DASK_TRIES:
+                    tries[p.key] += 1
+                    again = client.submit(_simulate, *_args(p), key=f"aqmlab-{p.key}-try{tries[p.key]}", pure=False)
+                    futures[again] = p
+                    pending.add(again)
+                    continue
+                res = ("failed", f"{type(e).__name__}: {e} (after {DASK_TRIES} submissions)")
             finish(outcome_of(p, res))
     finally:
         client.close()
