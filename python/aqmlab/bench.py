@@ -8,6 +8,9 @@ Fixed scenarios:
 * B: 1 Gbit/s, 100 CUBIC + 100 DCTCP flows with base RTTs spread evenly
   over 5-100 ms, DualPI2, 30 simulated seconds (skipped, with a message,
   when the engine has no DualPI2).
+* A-10-ack1, A-100-ack1: scenario A with an ACK for every data packet
+  (``tcp.delayed_ack = false``), the work htsim's sink does: the
+  equal-work comparison with htsim (docs/performance.md).
 * C-10, C-1000, C-10000: scenario A's link with 10, 1,000, 10,000 flows.
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
@@ -41,7 +44,7 @@ from typing import Any
 
 __all__ = ["METRICS", "SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
 
-SCENARIOS = ("A-10", "A-100", "B", "C-10", "C-1000", "C-10000")
+SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000")
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -89,9 +92,12 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
     bottleneck rate (for scaling studies)."""
-    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
+    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000", "A-10-ack1", "A-100-ack1"):
         s = _dumbbell_a(int(name.split("-")[1]))
         s["name"] = f"bench-{name}"
+        if name.endswith("-ack1"):
+            # An ACK for every data packet (RFC 5681 delayed ACKs off), as htsim's TcpSink.
+            s["tcp"]["delayed_ack"] = False
     elif name == "B":
         s = _b()
     else:
