@@ -71,6 +71,12 @@ pub struct Fifo {
 }
 
 impl Fifo {
+    /// Free the packet ring (departure lookahead: see `AnyQdisc::release_packet_storage`).
+    pub fn release_packet_storage(&mut self) {
+        debug_assert!(self.q.is_empty());
+        self.q = PacketQueue::default();
+    }
+
     pub fn new(_cfg: FifoConfig, env: &QdiscEnv) -> Result<Self, String> {
         Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit })
     }

@@ -187,6 +187,39 @@ mod tests {
         assert_eq!((a_up / 2, a_down / 2), (0, 3));
     }
 
+    /// Per-flow ECMP spreads flows evenly over the (k/2)² core switches.
+    /// With k = 8 (16 cores) and 8 192 inter-pod flows, a core's count is
+    /// Binomial(8192, 1/16): mean 512, standard deviation 21.9. Each count
+    /// must lie within 4.5 standard deviations (a fair hash fails this with
+    /// probability 16 × 6.8e-6 ≈ 1e-4), and the counts' chi-square (15
+    /// degrees of freedom) must stay below 37.7, its 0.1 % tail: a hash that
+    /// ignored the switch or the flow (every flow on one core, or one core
+    /// per source) fails both by far.
+    #[test]
+    fn ecmp_spreads_flows_over_the_core_switches_within_binomial_tolerance() {
+        let t = tree(8);
+        let (n, cores) = (t.hosts(), 16usize);
+        let mut rng = SimRng::derive(3, crate::sim::rng::Domain::Traffic, 0);
+        let mut count = vec![0u32; cores];
+        let flows = 8192u32;
+        for f in 0..flows {
+            let src = rng.below(n as u64) as u32;
+            // Another of the 8 pods (16 hosts each).
+            let dst = (src + 16 * (1 + rng.below(7) as u32)) % n;
+            count[t.core_of(&t.path(f, src, dst)).expect("inter-pod paths cross a core") as usize] += 1;
+        }
+        let mean = flows as f64 / cores as f64;
+        let sd = (flows as f64 * (1.0 / 16.0) * (15.0 / 16.0)).sqrt();
+        for (c, &x) in count.iter().enumerate() {
+            assert!((x as f64 - mean).abs() < 4.5 * sd, "core {c}: {x} flows, expected {mean} ± {:.0}", 4.5 * sd);
+        }
+        let chi2: f64 = count.iter().map(|&x| (x as f64 - mean).powi(2) / mean).sum();
+        assert!(chi2 < 37.7, "chi-square {chi2:.1} over 16 cores: {count:?}");
+        // The same flow always takes the same path (no reordering), and its
+        // ACKs climb on their own hash.
+        assert_eq!(t.path(5, 0, 100), t.path(5, 0, 100));
+    }
+
     #[test]
     fn derangements_have_no_fixed_point_and_senders_are_distinct() {
         let mut rng = SimRng::derive(1, crate::sim::rng::Domain::Flow, 0);
