@@ -33,10 +33,10 @@ fn same_seed_gives_an_identical_summary_and_another_seed_other_paths() {
     for name in ["flows", "queues", "flow_ts", "queue_ts"] {
         assert_eq!(format!("{:?}", a.table(name)), format!("{:?}", b.table(name)), "table {name} differs");
     }
-    // The run did what it says: 16 permutation flows and two incasts of 8.
+    // The run did what it says: 16 permutation flows and three incasts of 8.
     let s = a.summary();
     assert_eq!(s["flows"].as_array().unwrap().len(), 16, "the long flows");
-    assert_eq!(s["workload_flows"]["started"], 2 * 8, "the incasts' flows");
+    assert_eq!(s["workload_flows"]["started"], 3 * 8, "incasts at 5, 15 and 25 ms");
     assert_eq!(s["queues"].as_array().unwrap().len(), 6 * 16, "one queue per direction of 48 links");
     // Another seed draws another permutation and other ECMP paths.
     let c = run(busy_k4(4));
