@@ -69,8 +69,8 @@ impl World {
             };
             let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
             let cc_name: Arc<str> = g.cc.as_str().into();
-            for attach in &attaches {
-            for _ in 0..g.count {
+            // `count` flows per attachment, attachment by attachment.
+            for attach in attaches.iter().flat_map(|a| std::iter::repeat_n(a, g.count as usize)) {
                 let id = w.flows.len() as u64;
                 let jitter = if g.start_jitter_ns > 0 {
                     SimRng::derive(s.seed, Domain::Flow, id).below(g.start_jitter_ns + 1)
@@ -92,7 +92,6 @@ impl World {
                 let id = w.add_flow(info, attach, &g.params, rate_based)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
-            }
             }
         }
         for (wi, wl) in s.workloads.iter().enumerate() {

@@ -123,7 +123,8 @@ impl FatTree {
         p
     }
 
-    /// The core switch a path crosses, if any (for tests and reports).
+    /// The core switch a path crosses, if any.
+    #[cfg(test)]
     pub fn core_of(&self, path: &[u32]) -> Option<u32> {
         let (n, h) = (self.hosts(), self.half());
         path.iter().map(|l| l - self.base).find(|l| (4 * n..5 * n).contains(l)).map(|l| {
