@@ -37,9 +37,19 @@ def test_every_bench_scenario_matches_its_definition() -> None:
     for name in SCENARIOS:
         s = scenario(name)
         assert s["metrics"]["timeseries"] is False
+        if name.startswith("D"):
+            n = validate(s)
+            ft = n["topology"]["fat_tree"]
+            assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (8 if name == "D" else 16, "10Gbps", "1us", "step")
+            assert ft["params"]["threshold"] == "65pkt" and ft["buffer"] == "250pkt"
+            assert n["flows"][0]["pattern"] == "permutation" and n["flows"][0]["cc"] == "dctcp"
+            w = n["workloads"][0]
+            assert (w["kind"], w["every"], w["senders"], w["cc"]) == ("incast", "10ms", 32, "dctcp")
+            continue
         if s["bottleneck"]["aqm"] not in reg["aqm"]:
             continue
         n = validate(s)
+        assert n["tcp"]["delayed_ack"] is (not name.endswith("-ack1"))
         if name.startswith(("A", "C")):
             assert n["bottleneck"]["rate"] == "10Gbps" and n["duration"] == "10s"
             assert n["bottleneck"]["buffer"] == "250pkt" and n["bottleneck"]["params"]["threshold"] == "65pkt"
@@ -114,3 +124,13 @@ def test_peak_rss_is_the_childs_own_not_the_parents() -> None:
     (r,) = bench(["A-10"], duration="20ms")
     assert r["peak_rss_mb"] < 300, r["peak_rss_mb"]
     del ballast
+
+
+def test_fat_tree_bench_reports_packet_hops(tmp_path: Path) -> None:
+    """D counts its work in packet-hops (data and ACKs leaving any queue);
+    data packet-hops are its `bottleneck_packets`, a part of them."""
+    (r,) = _bench_json(tmp_path, "--only", "D", "--duration", "2ms")
+    assert r["name"] == "D" and r["sim_s"] == 0.002
+    assert 0 < r["bottleneck_packets"] < r["packet_hops"]
+    assert r["hops_per_s"] == r["packet_hops"] / r["wall_s"]
+    assert r["events_per_hop"] == r["events"] / r["packet_hops"]

@@ -154,6 +154,25 @@ def test_the_dataclasses_name_every_key_the_engine_writes() -> None:
     assert all(not node.extra for node in [s, s.bottleneck, *s.flows, *s.workloads, s.tcp, s.metrics] if node is not None)
 
 
+def test_a_fat_tree_with_a_permutation_and_an_incast_round_trips_without_extra_keys() -> None:
+    from aqmlab import scenario as sc
+
+    tree = loads(
+        'duration = "1ms"\n[topology]\nfat_tree = { k = 4, rate = "10Gbps", delay = "1us", aqm = "step" }\n'
+        '[[flows]]\ncc = "dctcp"\npattern = "permutation"\n[[flows]]\ncc = "dctcp"\nsrc = "h0"\ndst = "h15"\n'
+        '[[workloads]]\nkind = "incast"\ncc = "dctcp"\nevery = "10ms"\nsenders = 4\nsize = { dist = "fixed", mean = "64KB" }\n'
+    )
+    n = validate(tree)
+    assert n["topology"]["fat_tree"]["k"] == 4 and "links" not in n["topology"]
+    assert set(n["topology"]) <= _field_keys(sc.Topology)
+    assert set(n["workloads"][0]) <= _field_keys(sc.Workload) and "rate" not in n["workloads"][0]
+    s = Scenario.from_dict(n)
+    assert all(not node.extra for node in [s, s.topology, *s.flows, *s.workloads] if node is not None)
+    assert Scenario.from_dict(s.to_dict()).to_dict() == s.to_dict()
+    with pytest.raises(ScenarioError, match=r"flows\[1\]\.dst: 'h16' is not a host of the fat tree; allowed: h0 to h15"):
+        validate(s.set("flows[1].dst", "h16"))
+
+
 def test_keys_only_the_engine_knows_are_kept_in_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """A newer engine's key this layer has no field for survives a round trip."""
     from aqmlab import scenario as sc

@@ -8,7 +8,18 @@ Fixed scenarios:
 * B: 1 Gbit/s, 100 CUBIC + 100 DCTCP flows with base RTTs spread evenly
   over 5-100 ms, DualPI2, 30 simulated seconds (skipped, with a message,
   when the engine has no DualPI2).
+* A-10-ack1, A-100-ack1: scenario A with an ACK for every data packet
+  (``tcp.delayed_ack = false``), the work htsim's sink does: the
+  equal-work comparison with htsim (docs/performance.md).
 * C-10, C-1000, C-10000: scenario A's link with 10, 1,000, 10,000 flows.
+* D, D-1024: a k = 8 (128 hosts, 80 switches) and a k = 16 (1,024 hosts,
+  320 switches) fat tree, 10 Gbit/s links, 1 µs per hop, scenario A's queue
+  (step marking at 65 packets, 250-packet buffer) on every port, host NICs
+  included; DCTCP; a random permutation of long flows (each host sends to
+  one other host) plus an incast of 32 senders x 64 KB to a random host
+  every 10 ms from 10 ms on; 100 ms (D) and 20 ms (D-1024) simulated.
+  Their work is counted in packet-hops (``packet_hops``: data packets and
+  ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops).
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -42,7 +53,7 @@ from typing import Any
 
 __all__ = ["METRICS", "SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
 
-SCENARIOS = ("A-10", "A-100", "B", "C-10", "C-1000", "C-10000")
+SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024")
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -86,21 +97,44 @@ def _b() -> dict[str, Any]:
     }
 
 
+def _fat_tree(k: int, duration: str) -> dict[str, Any]:
+    return {
+        "name": f"bench-fat-tree-{k}",
+        "duration": duration,
+        "topology": {"fat_tree": {"k": k, "rate": "10Gbps", "delay": "1us", "buffer": "250pkt",
+                                  "aqm": "step", "params": {"threshold": "65pkt"}}},  # fmt: skip
+        "flows": [{"cc": "dctcp", "pattern": "permutation", "start_jitter": "1ms"}],
+        "workloads": [{"kind": "incast", "cc": "dctcp", "every": "10ms", "start": "10ms", "senders": 32,
+                       "size": {"dist": "fixed", "mean": "64KB"}}],  # fmt: skip
+        "tcp": {"mtu_bytes": 1500},
+    }
+
+
 def scenario(name: str, duration: str | None = None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
     bottleneck rate (for scaling studies)."""
-    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
+    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000", "A-10-ack1", "A-100-ack1"):
         s = _dumbbell_a(int(name.split("-")[1]))
         s["name"] = f"bench-{name}"
+        if name.endswith("-ack1"):
+            # An ACK for every data packet (RFC 5681 delayed ACKs off), as htsim's TcpSink.
+            s["tcp"]["delayed_ack"] = False
     elif name == "B":
         s = _b()
+    elif name == "D":
+        s = _fat_tree(8, "100ms")
+    elif name == "D-1024":
+        s = _fat_tree(16, "20ms")
     else:
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
     if duration:
         s["duration"] = duration
     if rate:
-        s["bottleneck"]["rate"] = rate
+        if "bottleneck" in s:
+            s["bottleneck"]["rate"] = rate
+        else:
+            s["topology"]["fat_tree"]["rate"] = rate
     s["metrics"] = _metrics(metrics)
     return s
 
@@ -109,7 +143,8 @@ def requirement(name: str) -> str | None:
     """Why a benchmark cannot run on this engine, or None."""
     import aqmlab
 
-    aqm = scenario(name)["bottleneck"]["aqm"]
+    s = scenario(name)
+    aqm = s["bottleneck"]["aqm"] if "bottleneck" in s else s["topology"]["fat_tree"]["aqm"]
     if aqm not in aqmlab.registry()["aqm"]:
         return f"needs AQM '{aqm}', which this engine does not have yet"
     return None
@@ -226,6 +261,9 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             "wall_s": wall,
             "pkts_per_s": pkts / wall if wall > 0 else None,
             "events_per_s": r0["events"] / wall if wall > 0 else None,
+            "packet_hops": r0.get("packet_hops"),
+            "hops_per_s": r0["packet_hops"] / wall if wall > 0 and r0.get("packet_hops") else None,
+            "events_per_hop": r0["events"] / r0["packet_hops"] if r0.get("packet_hops") else None,
             "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
             "pkts_per_s_min": pkts / max(r["wall_s"] for r in rs) if wall > 0 else None,
             "pkts_per_s_max": pkts / min(r["wall_s"] for r in rs) if min(r["wall_s"] for r in rs) > 0 else None,
@@ -274,14 +312,16 @@ def cli_bench(args: argparse.Namespace) -> int:
         return 0
     rate = f", bottleneck {args.rate}" if args.rate else ""
     t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics}{rate})", title_justify="left")
-    heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "peak RSS MB", "pkts/s range", "steal %")
+    heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "hops/s", "peak RSS MB",
+             "pkts/s range", "steal %")  # fmt: skip
     for h in heads:
         t.add_column(h, justify="left" if h == "scenario" else "right")
     for r in results:
         spread = f"{r['pkts_per_s_min'] / 1e6:.2f}-{r['pkts_per_s_max'] / 1e6:.2f} M" if r["pkts_per_s_max"] else "-"
         steal = "-" if r["steal_pct"] is None else f"{r['steal_pct']:.1f}"
         t.add_row(r["name"], f"{r['sim_s']:g}", f"{r['bottleneck_packets']:,}", f"{r['events']:,}", f"{r['wall_s']:.3f}",
-                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['peak_rss_mb']:.1f}", spread, steal)  # fmt: skip
+                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['hops_per_s']:,.0f}" if r["hops_per_s"] else "-",
+                  f"{r['peak_rss_mb']:.1f}", spread, steal)  # fmt: skip
     out_c.print(t)
     return 0
 

@@ -236,9 +236,17 @@ class Link(_Node):
 
 @dataclass(kw_only=True)
 class Topology(_Node):
-    """``[topology]``: an explicit graph instead of ``[bottleneck]``."""
+    """``[topology]``: an explicit graph (``links``) or a generated fat tree
+    (``fat_tree = {k, rate, delay, buffer, aqm, params}``) instead of ``[bottleneck]``."""
 
     links: list[Link] = field(default_factory=list)
+    fat_tree: Params | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = super().to_dict()
+        if d.get("links") == [] and "fat_tree" in d:
+            del d["links"]
+        return d
 
     _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"links": (Link, True)}
 
@@ -269,6 +277,7 @@ class FlowGroup(_Node):
     rtt: str | None = None
     src: str | None = None
     dst: str | None = None
+    pattern: str | None = None
     ecn: str | None = None
     params: Params | None = None
     start: str | None = None
@@ -295,12 +304,15 @@ class SizeDist(_Node):
 
 @dataclass(kw_only=True)
 class Workload(_Node):
-    """``[[workloads]]`` entry: finite flows arriving over time."""
+    """``[[workloads]]`` entry: finite flows arriving over time (``web``:
+    Poisson at ``rate``; ``incast``: ``senders`` flows to one host ``every``)."""
 
     kind: str
-    rate: str
     size: SizeDist
     cc: str
+    rate: str | None = None
+    every: str | None = None
+    senders: int | None = None
     arrival: str | None = None
     label: str | None = None
     rtt: str | None = None

@@ -35,6 +35,7 @@ pub use crate::transport::endpoint::{Sink, Source};
 
 mod build;
 mod event_loop;
+mod fat_tree;
 mod feedback;
 mod flow;
 mod medium;
@@ -44,7 +45,7 @@ mod topology;
 
 pub use crate::metrics::records::FlowInfo;
 pub use flow::Flow;
-use flow::WorkloadGen;
+use flow::{Incast, WorkloadGen};
 
 use topology::{Attach, QueueOptions, Topology};
 
@@ -58,7 +59,7 @@ pub struct World {
     /// Shared half-duplex media (`net::medium`); empty without WLAN links.
     mediums: Vec<Medium>,
     lines: Vec<DelayLine>,
-    line_index: BTreeMap<(u64, Vec<u32>), u32>,
+    line_index: BTreeMap<route::LineKey, u32>,
     routes: Routes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
@@ -97,6 +98,11 @@ impl World {
 
     pub fn bottleneck_packets(&self) -> u64 {
         self.links.iter().filter(|l| l.bottleneck).filter_map(|l| l.queue.as_ref()).map(|q| q.data_departed).sum()
+    }
+
+    /// Packets (data and ACKs) that left any queue so far.
+    pub fn packet_hops(&self) -> u64 {
+        self.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.counters.iter().map(|c| c.departed_pkts).sum::<u64>()).sum()
     }
 
     pub fn wall_s(&self) -> f64 {

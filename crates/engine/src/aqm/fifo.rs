@@ -11,15 +11,24 @@ use std::collections::VecDeque;
 pub struct PacketQueue {
     q: VecDeque<Packet>,
     bytes: u64,
+    /// Capacity to reserve at the first push (see `with_capacity`).
+    reserve: usize,
 }
 
 impl PacketQueue {
+    /// A queue that reserves room for `pkts` packets at its first push, so
+    /// it never reallocates in steady state, while a queue that never holds
+    /// a packet (departure lookahead keeps its own records) costs nothing:
+    /// a fat tree has thousands, and 250 packets are 16 KB each.
     pub fn with_capacity(pkts: usize) -> Self {
-        PacketQueue { q: VecDeque::with_capacity(pkts), bytes: 0 }
+        PacketQueue { q: VecDeque::new(), bytes: 0, reserve: pkts }
     }
     #[inline]
     pub fn push(&mut self, pkt: Packet) {
         self.bytes += pkt.size_bytes as u64;
+        if self.q.capacity() == 0 {
+            self.q.reserve_exact(self.reserve);
+        }
         self.q.push_back(pkt);
     }
     #[inline]
@@ -71,6 +80,12 @@ pub struct Fifo {
 }
 
 impl Fifo {
+    /// Free the packet ring (departure lookahead: see `AnyQdisc::release_packet_storage`).
+    pub fn release_packet_storage(&mut self) {
+        debug_assert!(self.q.is_empty());
+        self.q = PacketQueue::default();
+    }
+
     pub fn new(_cfg: FifoConfig, env: &QdiscEnv) -> Result<Self, String> {
         Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit })
     }

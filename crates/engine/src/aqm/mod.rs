@@ -356,6 +356,17 @@ impl AnyQdisc {
         }
     }
 
+    /// Departure lookahead keeps its own 40-byte records and never stores a
+    /// packet in the discipline: give back the discipline's pre-sized packet
+    /// ring (16 KB for 250 packets; a fat tree has thousands of queues).
+    pub fn release_packet_storage(&mut self) {
+        match self {
+            AnyQdisc::Fifo(q) => q.release_packet_storage(),
+            AnyQdisc::Step(q) => q.release_packet_storage(),
+            _ => {}
+        }
+    }
+
     /// Classify, count the arrival, then [`DecidesOnArrival::admit`]
     /// (departure lookahead, enabled only where `decides_on_arrival` holds).
     #[inline]

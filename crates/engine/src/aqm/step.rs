@@ -43,6 +43,12 @@ pub struct Step {
 }
 
 impl Step {
+    /// Free the packet ring (departure lookahead: see `AnyQdisc::release_packet_storage`).
+    pub fn release_packet_storage(&mut self) {
+        debug_assert!(self.q.is_empty());
+        self.q = PacketQueue::default();
+    }
+
     pub fn new(cfg: StepConfig, env: &QdiscEnv) -> Result<Self, String> {
         if matches!(cfg.threshold, BufferSpec::Packets(0) | BufferSpec::Bytes(0)) {
             return Err("threshold: must be positive".into());

@@ -3,7 +3,10 @@
 //! Values below 2^SUB_BITS are exact; above, each power of two is split into
 //! 2^SUB_BITS equal buckets, so any quantile is within 1/2^SUB_BITS (0.8 %)
 //! of the true value. Recording is a few integer instructions, and memory is
-//! fixed (about 43 KB), independent of the number of samples. The mean is exact.
+//! bounded (at most 43 KB), independent of the number of samples: the bucket
+//! array grows, 128 buckets (1 KB) at a time, only up to the largest value
+//! seen, so a queue whose sojourns stay below 2^k ns holds (k − 6) KB (a
+//! fat tree has thousands of queues). The mean is exact.
 
 const SUB_BITS: u32 = 7;
 const SUB: u64 = 1 << SUB_BITS;
@@ -13,7 +16,8 @@ const NBUCKETS: usize = (SUB as usize) * (EXP_BUCKETS as usize + 1);
 
 #[derive(Clone)]
 pub struct Histogram {
-    counts: Box<[u64]>,
+    /// Buckets up to the largest seen so far (a multiple of SUB long).
+    counts: Vec<u64>,
     n: u64,
     sum: u128,
     max: u64,
@@ -33,7 +37,7 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram { counts: vec![0; NBUCKETS].into_boxed_slice(), n: 0, sum: 0, max: 0 }
+        Histogram { counts: Vec::new(), n: 0, sum: 0, max: 0 }
     }
 
     #[inline]
@@ -61,10 +65,21 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
-        self.counts[Self::bucket(v)] += 1;
+        let b = Self::bucket(v);
+        match self.counts.get_mut(b) {
+            Some(c) => *c += 1,
+            None => self.grow_and_count(b),
+        }
         self.n += 1;
         self.sum += v as u128;
         self.max = self.max.max(v);
+    }
+
+    /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count it.
+    #[inline(never)]
+    fn grow_and_count(&mut self, b: usize) {
+        self.counts.resize(((b / SUB as usize) + 1) * SUB as usize, 0);
+        self.counts[b] += 1;
     }
 
     pub fn count(&self) -> u64 {
@@ -102,6 +117,9 @@ impl Histogram {
 
     /// Add another histogram's samples to this one.
     pub fn merge(&mut self, o: &Histogram) {
+        if o.counts.len() > self.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;
         }

@@ -36,6 +36,8 @@ pub struct PerfRecord {
     pub events_by_kind: Vec<(&'static str, u64)>,
     /// Data packets that left the bottleneck queues.
     pub bottleneck_packets: u64,
+    /// Packets (data and ACKs) that left any queue: packet-hops.
+    pub packet_hops: u64,
     pub wall_s: f64,
 }
 

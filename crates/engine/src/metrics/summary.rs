@@ -303,6 +303,7 @@ pub fn build(r: RunRecords) -> Results {
             "events": r.perf.events,
             "events_by_kind": r.perf.events_by_kind.iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<String, Value>>(),
             "bottleneck_packets": r.perf.bottleneck_packets,
+            "packet_hops": r.perf.packet_hops,
             "sim_s": ns_to_secs(end),
             "wall_s": r.perf.wall_s,
         }),

@@ -144,6 +144,9 @@ impl Link {
         let fixed = !has_rate_schedule && self.loss == 0.0 && self.mark == 0.0;
         if let Some(q) = &mut self.queue {
             q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
+            if q.departure_lookahead {
+                q.qdisc.release_packet_storage();
+            }
         }
     }
 

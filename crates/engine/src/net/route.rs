@@ -43,27 +43,55 @@ pub struct Routes {
     ids: HashMap<Vec<Stage>, u32>,
 }
 
+/// Key of a delay line: its delay, the rate-less random-loss links merged
+/// into it, and the queue it serves alone ([`SHARED`] for none).
+pub type LineKey = (u64, Vec<u32>, u32);
+
+/// A line's owner when it is shared by every path with its delay.
+pub const SHARED: u32 = u32::MAX;
+
 /// The delay line of `delay_ns` whose packets cross the rate-less random-loss
-/// links `lossy`, shared by every path with the same pair; created on first use.
+/// links `lossy`, shared by every path with the same pair (or, with `owner`
+/// a link, by the paths leaving that link's queue); created on first use.
 pub fn shared_line(
     lines: &mut Vec<DelayLine>,
-    line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
+    line_index: &mut BTreeMap<LineKey, u32>,
     delay_ns: u64,
     lossy: Vec<u32>,
+    owner: u32,
 ) -> u32 {
-    *line_index.entry((delay_ns, lossy)).or_insert_with_key(|(delay_ns, lossy)| {
+    *line_index.entry((delay_ns, lossy, owner)).or_insert_with_key(|(delay_ns, lossy, _)| {
         lines.push(DelayLine::new(*delay_ns, lossy.clone()));
         lines.len() as u32 - 1
     })
 }
 
 /// Compile `hops` into the stages a packet visits. Delay lines are shared
-/// by every route with the same delay and random-loss links (`line_index`).
+/// by every route with the same delay and random-loss links (`line_index`);
+/// with `line_per_queue`, a line that follows a queue serves that queue
+/// alone (see [`compile_with`]).
 pub fn compile(
     hops: &[Hop],
     links: &[Link],
     lines: &mut Vec<DelayLine>,
-    line_index: &mut BTreeMap<(u64, Vec<u32>), u32>,
+    line_index: &mut BTreeMap<LineKey, u32>,
+) -> Vec<Stage> {
+    compile_with(hops, links, lines, line_index, false)
+}
+
+/// [`compile`], choosing how lines are shared. A line is a FIFO in exit
+/// time; a queue with departure lookahead enters its packets up to a whole
+/// backlog ahead of now, so two such queues feeding one line interleave out
+/// of order and every such entry is a sorted insert (O(line length)). In a
+/// fat tree hundreds of equal-delay queues would share one line that way;
+/// a line per queue keeps every entry an append (its queue's departures are
+/// in order) at the cost of one line, and at most one pending event, per queue.
+pub fn compile_with(
+    hops: &[Hop],
+    links: &[Link],
+    lines: &mut Vec<DelayLine>,
+    line_index: &mut BTreeMap<LineKey, u32>,
+    line_per_queue: bool,
 ) -> Vec<Stage> {
     let mut stages = vec![];
     let mut acc_ns = 0u64;
@@ -72,9 +100,10 @@ pub fn compile(
     // stamped with their departure time: only a line can hold them until
     // then, so one follows it even with no delay (see `net::link`).
     let mut line_needed = false;
-    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, line_needed: &mut bool, stages: &mut Vec<Stage>| {
+    let mut owner = SHARED;
+    let mut flush = |acc: &mut u64, lossy: &mut Vec<u32>, line_needed: &mut bool, owner: u32, stages: &mut Vec<Stage>| {
         if *acc > 0 || !lossy.is_empty() || *line_needed {
-            let id = shared_line(lines, line_index, *acc, std::mem::take(lossy));
+            let id = shared_line(lines, line_index, *acc, std::mem::take(lossy), owner);
             stages.push(Stage::Line(id));
         }
         *acc = 0;
@@ -86,9 +115,10 @@ pub fn compile(
             Hop::Link(l) => {
                 let link = &links[l as usize];
                 if let Some(q) = &link.queue {
-                    flush(&mut acc_ns, &mut lossy, &mut line_needed, &mut stages);
+                    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, &mut stages);
                     stages.push(Stage::Queue(l));
                     line_needed = q.departs_on_arrival();
+                    owner = if line_per_queue { l } else { SHARED };
                 } else if link.loss > 0.0 || link.mark > 0.0 {
                     lossy.push(l);
                 }
@@ -96,7 +126,7 @@ pub fn compile(
             }
         }
     }
-    flush(&mut acc_ns, &mut lossy, &mut line_needed, &mut stages);
+    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, &mut stages);
     stages
 }
 

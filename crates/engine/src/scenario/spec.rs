@@ -166,7 +166,32 @@ pub struct ReverseSpec {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologySpec {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<LinkSpec>,
+    /// A k-ary fat tree built by the engine (instead of `links`); see
+    /// `world/fat_tree.rs` and docs/scenario.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fat_tree: Option<FatTreeSpec>,
+}
+
+/// A three-tier k-ary fat tree (Al-Fares et al., SIGCOMM 2008, §3): k pods of
+/// k/2 edge and k/2 aggregation switches, (k/2)² core switches, k³/4 hosts
+/// named `h0` … `h{k³/4-1}`; every link full duplex with one queue per
+/// direction (host NICs included), all alike.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeSpec {
+    pub k: u32,
+    #[serde(rename = "rate", with = "serde_rate")]
+    pub rate_bps: u64,
+    #[serde(rename = "delay", default, with = "serde_duration")]
+    pub delay_ns: u64,
+    #[serde(default = "default_buffer", with = "serde_buffer")]
+    pub buffer: BufferSpec,
+    #[serde(default = "default_aqm")]
+    pub aqm: String,
+    #[serde(default)]
+    pub params: Value,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -255,6 +280,11 @@ pub struct FlowGroup {
     pub src: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dst: Option<String>,
+    /// A traffic pattern over a fat tree's hosts instead of src/dst:
+    /// "permutation" (every host sends `count` flows to one other host, each
+    /// host receiving from exactly one; a random derangement drawn from the seed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     /// off | classic | l4s | dctcp; default depends on `cc`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn: Option<String>,
@@ -300,13 +330,22 @@ pub struct SizeDist {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
-    /// web: finite TCP flows arriving over time.
+    /// web: finite TCP flows arriving over time (Poisson, `rate`);
+    /// incast: every `every`, `senders` hosts of a fat tree each start a
+    /// flow of `size` to one host (`dst`, or a random host each time).
     pub kind: String,
     /// poisson
     #[serde(default = "default_arrival")]
     pub arrival: String,
-    #[serde(with = "serde_per_second")]
+    /// Arrivals per second (web).
+    #[serde(with = "serde_per_second", default, skip_serializing_if = "is_zero")]
     pub rate: f64,
+    /// Period of an incast (incast).
+    #[serde(rename = "every", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+    pub every_ns: Option<u64>,
+    /// Senders per incast (incast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub senders: Option<u32>,
     pub size: SizeDist,
     pub cc: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -325,6 +364,10 @@ pub struct Workload {
     pub start_ns: u64,
     #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
     pub stop_ns: Option<u64>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 fn default_arrival() -> String {

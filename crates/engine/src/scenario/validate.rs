@@ -83,6 +83,7 @@ fn check_endpoint(
     dst: &Option<String>,
     topo: &Option<TopologySpec>,
     bottleneck_delay_ns: u64,
+    generated: bool,
 ) -> Result<(Value, EcnSetting), String> {
     if !flow_cc_names().contains(&cc_name) {
         return Err(format!("{path}.cc: {}", unknown_choice("congestion control", cc_name, &flow_cc_names())));
@@ -104,10 +105,23 @@ fn check_endpoint(
         Some(t) => {
             let nodes = t.node_names();
             for (k, v) in [("src", src), ("dst", dst)] {
-                let n = v.as_deref().ok_or_else(|| format!("{path}.{k}: required with a [topology]"))?;
-                if !nodes.contains(&n) {
+                // Generated traffic (a pattern, an incast) picks its own ends.
+                let Some(n) = v.as_deref() else {
+                    if generated {
+                        continue;
+                    }
+                    return Err(format!("{path}.{k}: required with a [topology]"));
+                };
+                if let Some(ft) = &t.fat_tree {
+                    if ft.host(n).is_none() {
+                        return Err(format!("{path}.{k}: '{n}' is not a host of the fat tree; allowed: h0 to h{}", ft.hosts() - 1));
+                    }
+                } else if !nodes.contains(&n) {
                     return Err(format!("{path}.{k}: {}", unknown_choice("node", n, &nodes)));
                 }
+            }
+            if t.fat_tree.is_some() && src.is_some() && src == dst {
+                return Err(format!("{path}.dst: '{}' is src too; a flow needs two hosts", dst.as_deref().unwrap_or_default()));
             }
             if rtt_ns.is_some() {
                 return Err(format!("{path}.rtt: with a [topology] the RTT follows from the links"));
@@ -123,6 +137,24 @@ fn check_endpoint(
     };
     let params = normalized.map_err(|m| join_path(&format!("{path}.params"), &m))?;
     Ok((params, ecn))
+}
+
+/// Largest fat tree accepted: k = 64 is 65 536 hosts and 5 120 switches.
+pub const MAX_FAT_TREE_K: u32 = 64;
+
+impl FatTreeSpec {
+    pub fn hosts(&self) -> u32 {
+        self.k * self.k * self.k / 4
+    }
+
+    /// The index of host `name` ("h17" → 17), if it is one of this tree's.
+    pub fn host(&self, name: &str) -> Option<u32> {
+        let digits = name.strip_prefix('h')?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || (digits.len() > 1 && digits.starts_with('0')) {
+            return None;
+        }
+        digits.parse().ok().filter(|&i| i < self.hosts())
+    }
 }
 
 impl TopologySpec {
@@ -185,6 +217,17 @@ impl Scenario {
                 }
                 bottleneck_delay = b.delay_ns;
             }
+            (None, Some(t)) if t.fat_tree.is_some() => {
+                let ft = t.fat_tree.as_mut().expect("matched");
+                if !t.links.is_empty() {
+                    return Err("topology.links: give either links or fat_tree, not both".into());
+                }
+                if ft.k < 2 || ft.k % 2 != 0 || ft.k > MAX_FAT_TREE_K {
+                    return Err(format!("topology.fat_tree.k: {}; allowed: an even number from 2 to {MAX_FAT_TREE_K}", ft.k));
+                }
+                check_rate("topology.fat_tree.rate", ft.rate_bps)?;
+                ft.params = check_queue("topology.fat_tree", &ft.aqm, &ft.params, ft.rate_bps, ft.buffer, mtu)?;
+            }
             (None, Some(t)) => {
                 if t.links.is_empty() {
                     return Err("topology.links: needs at least one link".into());
@@ -242,7 +285,19 @@ impl Scenario {
             if f.count == 0 {
                 return Err(format!("{p}.count: must be at least 1"));
             }
-            let (params, ecn) = check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay)?;
+            if let Some(pat) = &f.pattern {
+                if pat != "permutation" {
+                    return Err(format!("{p}.pattern: {}", unknown_choice("traffic pattern", pat, &["permutation"])));
+                }
+                if !topo.as_ref().is_some_and(|t| t.fat_tree.is_some()) {
+                    return Err(format!("{p}.pattern: traffic patterns apply to a [topology] fat_tree"));
+                }
+                if f.src.is_some() || f.dst.is_some() {
+                    return Err(format!("{p}.pattern: a pattern picks src and dst; give no src/dst"));
+                }
+            }
+            let (params, ecn) =
+                check_endpoint(&p, &f.cc, &f.params, f.ecn.as_deref(), f.rtt_ns, &f.src, &f.dst, &topo, bottleneck_delay, f.pattern.is_some())?;
             f.params = params;
             f.ecn = Some(ecn.name().to_string());
             if let Some(m) = &mut f.marker {
@@ -278,8 +333,35 @@ impl Scenario {
         }
         for (i, w) in self.workloads.iter_mut().enumerate() {
             let p = format!("workloads[{i}]");
-            if w.kind != "web" {
-                return Err(format!("{p}.kind: {}", unknown_choice("workload kind", &w.kind, &["web"])));
+            let incast = w.kind == "incast";
+            if !incast && w.kind != "web" {
+                return Err(format!("{p}.kind: {}", unknown_choice("workload kind", &w.kind, &["web", "incast"])));
+            }
+            if incast {
+                let Some(ft) = topo.as_ref().and_then(|t| t.fat_tree.as_ref()) else {
+                    return Err(format!("{p}.kind: an incast needs a [topology] fat_tree"));
+                };
+                let every = w.every_ns.ok_or_else(|| format!("{p}.every: required for an incast (e.g. '10ms')"))?;
+                if every == 0 {
+                    return Err(format!("{p}.every: must be positive"));
+                }
+                let n = w.senders.ok_or_else(|| format!("{p}.senders: required for an incast (e.g. 32)"))?;
+                if n == 0 || n >= ft.hosts() {
+                    return Err(format!("{p}.senders: {n}; allowed: 1 to {} (the other hosts)", ft.hosts() - 1));
+                }
+                if w.src.is_some() {
+                    return Err(format!("{p}.src: an incast picks its senders; give only dst (or none: a random host each time)"));
+                }
+                if w.rate != 0.0 {
+                    return Err(format!("{p}.rate: an incast repeats every `every`; rate applies to web workloads"));
+                }
+            } else {
+                if w.rate <= 0.0 {
+                    return Err(format!("{p}.rate: required and positive for a web workload (e.g. '100/s')"));
+                }
+                if w.every_ns.is_some() || w.senders.is_some() {
+                    return Err(format!("{p}: every/senders apply to an incast workload"));
+                }
             }
             if w.arrival != "poisson" {
                 return Err(format!("{p}.arrival: {}", unknown_choice("arrival process", &w.arrival, &["poisson"])));
@@ -287,7 +369,8 @@ impl Scenario {
             if is_rate_based(&w.cc) {
                 return Err(format!("{p}.cc: web workloads carry TCP flows"));
             }
-            let (params, ecn) = check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay)?;
+            let (params, ecn) =
+                check_endpoint(&p, &w.cc, &w.params, w.ecn.as_deref(), w.rtt_ns, &w.src, &w.dst, &topo, bottleneck_delay, incast)?;
             w.params = params;
             w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;

@@ -21,6 +21,8 @@ pub enum Domain {
     Marker = 5,
     /// A flow's congestion controller (BBR's randomised probing).
     Cc = 6,
+    /// Generated traffic (a fat tree's permutation of hosts).
+    Traffic = 7,
 }
 
 #[derive(Debug, Clone)]

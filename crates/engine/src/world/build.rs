@@ -2,6 +2,7 @@
 //! and rate-based), workloads, checkpoints.
 
 use super::*;
+use super::fat_tree;
 
 impl World {
     /// Build from a validated scenario (see [`crate::scenario::parse`]).
@@ -64,10 +65,19 @@ impl World {
         w.flow_counters.try_reserve_exact(long_lived).map_err(too_many)?;
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
-            let attach = attach_of(g.rtt_ns, &g.src, &g.dst);
+            // One attachment per flow pair: a pattern expands to many.
+            let attaches = match (&g.pattern, w.topology.fat_tree()) {
+                (Some(_), Some(t)) => {
+                    let mut rng = SimRng::derive(s.seed, Domain::Traffic, gi as u64);
+                    let perm = fat_tree::derangement(t.hosts(), &mut rng);
+                    perm.iter().enumerate().map(|(src, &dst)| Attach::Hosts { src: src as u32, dst }).collect()
+                }
+                _ => vec![attach_of(s, g.rtt_ns, &g.src, &g.dst)],
+            };
             let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
             let cc_name: Arc<str> = g.cc.as_str().into();
-            for _ in 0..g.count {
+            // `count` flows per attachment, attachment by attachment.
+            for attach in attaches.iter().flat_map(|a| std::iter::repeat_n(a, g.count as usize)) {
                 let id = w.flows.len() as u64;
                 let jitter = if g.start_jitter_ns > 0 {
                     SimRng::derive(s.seed, Domain::Flow, id).below(g.start_jitter_ns + 1)
@@ -86,7 +96,7 @@ impl World {
                     from_workload: false,
                 };
                 let rate_based = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
-                let id = w.add_flow(info, &attach, &g.params, rate_based)?;
+                let id = w.add_flow(info, attach, &g.params, rate_based)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
@@ -101,12 +111,22 @@ impl World {
                 size: wl.size.clone(),
                 params: wl.params.clone(),
                 ecn,
-                attach: attach_of(wl.rtt_ns, &wl.src, &wl.dst),
-                label: wl.label.clone().unwrap_or_else(|| format!("web-{}", wl.cc)).into(),
+                attach: attach_of(s, wl.rtt_ns, &wl.src, &wl.dst),
+                label: wl.label.clone().unwrap_or_else(|| format!("{}-{}", wl.kind, wl.cc)).into(),
                 cc_name: wl.cc.as_str().into(),
+                incast: match (wl.every_ns, w.topology.fat_tree()) {
+                    (Some(every_ns), Some(t)) => Some(Incast {
+                        every_ns,
+                        senders: wl.senders.expect("validated"),
+                        dst: wl.dst.as_deref().and_then(|d| fat_tree_spec(s).and_then(|f| f.host(d))),
+                        hosts: t.hosts(),
+                    }),
+                    _ => None,
+                },
             };
             w.workloads.push(gen);
-            let first = wl.start_ns + w.next_gap(wi);
+            // An incast fires at its start, then every `every`.
+            let first = if w.workloads[wi].incast.is_some() { wl.start_ns } else { wl.start_ns + w.next_gap(wi) };
             if first < w.workloads[wi].stop_ns {
                 w.events.schedule(first, Event::WorkloadArrival(wi as u32));
             }
@@ -150,7 +170,7 @@ impl World {
     /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
     pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
-        let mut paths = self.topology.paths(attach, &mut self.links)?;
+        let mut paths = self.topology.paths(id, attach, &mut self.links)?;
         info.base_rtt_ns = paths.base_rtt_ns;
         // The source's clock lags real time by its pure-delay first hop, which
         // then disappears from the forward path and reappears at the end of the
@@ -165,8 +185,9 @@ impl World {
         } else {
             0
         };
-        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
-        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
+        let per_queue = self.topology.line_per_queue();
+        let mut fwd = route::compile_with(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index, per_queue);
+        let rev = route::compile_with(&paths.rev, &self.links, &mut self.lines, &mut self.line_index, per_queue);
         if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
             route::make_sink_line(&mut fwd);
         }
@@ -247,9 +268,15 @@ fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
     (lead, hops[i..].to_vec())
 }
 
-fn attach_of(rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {
-    match rtt {
-        Some(r) => Attach::Rtt(r),
-        None => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
+fn fat_tree_spec(s: &Scenario) -> Option<&crate::scenario::FatTreeSpec> {
+    s.topology.as_ref().and_then(|t| t.fat_tree.as_ref())
+}
+
+fn attach_of(s: &Scenario, rtt: Option<u64>, src: &Option<String>, dst: &Option<String>) -> Attach {
+    let host = |n: &Option<String>| fat_tree_spec(s).zip(n.as_deref()).and_then(|(t, n)| t.host(n));
+    match (rtt, host(src), host(dst)) {
+        (Some(r), _, _) => Attach::Rtt(r),
+        (None, Some(src), Some(dst)) => Attach::Hosts { src, dst },
+        _ => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
     }
 }

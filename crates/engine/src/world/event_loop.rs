@@ -476,6 +476,9 @@ impl World {
     }
 
     pub(super) fn on_workload_arrival(&mut self, wi: usize) {
+        if self.workloads[wi].incast.is_some() {
+            return self.on_incast(wi);
+        }
         let now = self.now_ns;
         let g = &mut self.workloads[wi];
         let size = g.size.sample(&mut g.rng);
@@ -494,6 +497,38 @@ impl World {
         // Validated at parse time; a failure here would be an engine bug.
         self.add_flow(info, &attach, &params, None).expect("workload flow builds");
         let next = now + self.next_gap(wi);
+        if next < self.workloads[wi].stop_ns {
+            self.events.schedule(next, Event::WorkloadArrival(wi as u32));
+        }
+    }
+
+    /// An incast: `senders` hosts each start a flow to one host at once
+    /// (receiver and senders drawn from the workload's stream), and the next
+    /// incast is `every` later.
+    fn on_incast(&mut self, wi: usize) {
+        let now = self.now_ns;
+        let g = &mut self.workloads[wi];
+        let inc = g.incast.clone().expect("an incast workload");
+        let dst = inc.dst.unwrap_or_else(|| g.rng.below(inc.hosts as u64) as u32);
+        let senders = super::fat_tree::pick_senders(inc.hosts, inc.senders, dst, &mut g.rng);
+        for src in senders {
+            let g = &mut self.workloads[wi];
+            let size = g.size.sample(&mut g.rng);
+            let info = FlowInfo {
+                group: (self.scenario.flows.len() + g.index) as u32,
+                label: g.label.clone(),
+                cc: g.cc_name.clone(),
+                ecn: g.ecn,
+                base_rtt_ns: 0,
+                start_ns: now,
+                stop_ns: None,
+                size_bytes: Some(size),
+                from_workload: true,
+            };
+            let params = g.params.clone();
+            self.add_flow(info, &Attach::Hosts { src, dst }, &params, None).expect("incast flow builds");
+        }
+        let next = now + inc.every_ns;
         if next < self.workloads[wi].stop_ns {
             self.events.schedule(next, Event::WorkloadArrival(wi as u32));
         }

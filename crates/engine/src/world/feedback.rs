@@ -16,7 +16,7 @@
 //! checks that the queue slot's feedback buffer is empty.
 
 use super::World;
-use crate::net::route::{shared_line, Stage};
+use crate::net::route::{shared_line, Stage, SHARED};
 use crate::sim::scheduler::Event;
 
 impl World {
@@ -30,7 +30,7 @@ impl World {
             // A flow that does not cross this queue on its way from the
             // source cannot be reflected (e.g. a reverse-path queue).
             let Some(delay) = self.feedback_delay_ns(p.flow as usize, l as u32) else { continue };
-            let d = shared_line(&mut self.lines, &mut self.line_index, delay, vec![]) as usize;
+            let d = shared_line(&mut self.lines, &mut self.line_index, delay, vec![], SHARED) as usize;
             if let Some(at) = self.lines[d].push(self.now_ns, &p, route, 0) {
                 self.events.schedule(at, Event::LineArrival(d as u32));
             }

@@ -81,4 +81,16 @@ pub(super) struct WorkloadGen {
     pub(super) attach: Attach,
     pub(super) label: Arc<str>,
     pub(super) cc_name: Arc<str>,
+    /// An incast instead of Poisson arrivals (`kind = "incast"`).
+    pub(super) incast: Option<Incast>,
+}
+
+/// Every `every_ns`, `senders` distinct hosts of the fat tree each start a
+/// flow to one host: `dst`, or one drawn at random each time.
+#[derive(Debug, Clone)]
+pub(super) struct Incast {
+    pub(super) every_ns: u64,
+    pub(super) senders: u32,
+    pub(super) dst: Option<u32>,
+    pub(super) hosts: u32,
 }

@@ -14,6 +14,7 @@ impl World {
             events: self.events_executed(),
             events_by_kind: self.events_by_kind().to_vec(),
             bottleneck_packets: self.bottleneck_packets(),
+            packet_hops: self.packet_hops(),
             wall_s: self.wall_s,
         };
         let flows = self

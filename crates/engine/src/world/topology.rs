@@ -5,6 +5,7 @@
 //! from the AQM registry, both of which sit above `net`.
 
 use crate::aqm::{self, QdiscEnv, QueueLimit};
+use super::fat_tree::FatTree;
 use crate::net::link::Link;
 use crate::net::medium::{self, Medium};
 use crate::net::route::Hop;
@@ -77,12 +78,15 @@ pub fn queue_link(index: usize, wire: Wire, q: QueueBuild, opt: QueueOptions) ->
 pub enum Attach {
     Rtt(u64),
     Nodes { src: String, dst: String },
+    /// Fat-tree hosts by index.
+    Hosts { src: u32, dst: u32 },
 }
 
 #[derive(Debug, Clone)]
 enum Shape {
     Dumbbell { bottleneck: u32, reverse: Option<u32>, delay_ns: u64, access_rate_bps: Option<u64> },
     Graph { nodes: Vec<String>, adj: Vec<Vec<(u32, usize)>> },
+    FatTree(FatTree),
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +133,8 @@ impl Topology {
                 None => None,
             };
             Shape::Dumbbell { bottleneck: 0, reverse, delay_ns: b.delay_ns, access_rate_bps: b.access_rate_bps }
+        } else if let Some(ft) = s.topology.as_ref().and_then(|t| t.fat_tree.as_ref()) {
+            Shape::FatTree(FatTree::build(ft, opt, &mut links)?)
         } else {
             let t = s.topology.as_ref().expect("validated: bottleneck or topology");
             let nodes: Vec<String> = t.node_names().into_iter().map(String::from).collect();
@@ -184,9 +190,33 @@ impl Topology {
         Ok(i as u32)
     }
 
-    /// Paths for a new flow; may add per-flow access links (dumbbell with an access rate).
-    pub fn paths(&self, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
+    /// The fat tree, if the topology is one.
+    pub fn fat_tree(&self) -> Option<&FatTree> {
+        match &self.shape {
+            Shape::FatTree(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether each queue gets delay lines of its own (see `route::compile_with`).
+    pub fn line_per_queue(&self) -> bool {
+        matches!(self.shape, Shape::FatTree(_))
+    }
+
+    /// Paths for new flow `flow`; may add per-flow access links (dumbbell with an access rate).
+    pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
         match (&self.shape, attach) {
+            (Shape::FatTree(t), Attach::Hosts { src, dst }) => {
+                let fwd = t.path(flow, *src, *dst);
+                let rev = t.path(flow, *dst, *src);
+                let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
+                let base = delay(&fwd) + delay(&rev);
+                Ok(FlowPaths {
+                    fwd: fwd.into_iter().map(Hop::Link).collect(),
+                    rev: rev.into_iter().map(Hop::Link).collect(),
+                    base_rtt_ns: base,
+                })
+            }
             (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
                 // rtt = 2·(sender access + bottleneck + receiver access).
                 let one_way_access = rtt / 2 - delay_ns;
