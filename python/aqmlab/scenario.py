@@ -51,6 +51,7 @@ __all__ = [
     "FlowGroup",
     "Marker",
     "Wlan",
+    "FatTree",
     "Workload",
     "SizeDist",
     "Tcp",
@@ -235,12 +236,25 @@ class Link(_Node):
 
 
 @dataclass(kw_only=True)
+class FatTree(_Node):
+    """``[topology.fat_tree]``: a k-ary fat tree (k³/4 hosts ``h0``…, 5k²/4
+    switches), every link alike, per-flow ECMP (docs/scenario.md)."""
+
+    k: int
+    rate: str
+    delay: str | None = None
+    buffer: str | None = None
+    aqm: str | None = None
+    params: Params | None = None
+
+
+@dataclass(kw_only=True)
 class Topology(_Node):
     """``[topology]``: an explicit graph (``links``) or a generated fat tree
     (``fat_tree = {k, rate, delay, buffer, aqm, params}``) instead of ``[bottleneck]``."""
 
     links: list[Link] = field(default_factory=list)
-    fat_tree: Params | None = None
+    fat_tree: FatTree | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()
@@ -248,7 +262,7 @@ class Topology(_Node):
             del d["links"]
         return d
 
-    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"links": (Link, True)}
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"links": (Link, True), "fat_tree": (FatTree, False)}
 
 
 @dataclass(kw_only=True)

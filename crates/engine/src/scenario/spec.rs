@@ -27,6 +27,7 @@ pub fn key_tables() -> Vec<(&'static str, &'static [&'static str])> {
         ("topology.links[]", keys::<LinkSpec>()),
         ("topology.links[].rate_schedule[]", keys::<RateChange>()),
         ("topology.links[].wlan", keys::<WlanSpec>()),
+        ("topology.fat_tree", keys::<FatTreeSpec>()),
         ("flows[]", keys::<FlowGroup>()),
         ("flows[].marker", keys::<crate::ppv::marker::MarkerSpec>()),
         ("workloads[]", keys::<Workload>()),

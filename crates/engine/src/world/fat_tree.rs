@@ -20,7 +20,7 @@
 //! matching downlink 3N + e·h + j; aggregation a's uplink to its core m
 //! 4N + a·h + m, the matching downlink 5N + a·h + m. 6N directed links.
 
-use super::topology::{queue_link, QueueBuild, QueueOptions};
+use super::topology::{queue_link, QueueBuild, QueueOptions, Wire};
 use crate::net::link::Link;
 use crate::scenario::FatTreeSpec;
 use crate::sim::rng::SimRng;
@@ -68,9 +68,10 @@ impl FatTree {
         // table at once (a k = 16 tree's 6 144 links are 11 MB).
         links.reserve_exact(6 * n as usize);
         for l in 0..6 * n {
-            let q = QueueBuild { aqm: &spec.aqm, params: &spec.params, buffer: spec.buffer };
+            let q = QueueBuild::new(&spec.aqm, &spec.params, spec.buffer);
             let index = links.len();
-            let mut link = queue_link(index, name(l), spec.rate_bps, spec.delay_ns, 0.0, 0.0, q, opt)?;
+            let wire = Wire { name: name(l), rate_bps: spec.rate_bps, delay_ns: spec.delay_ns, loss: 0.0, mark: 0.0 };
+            let mut link = queue_link(index, wire, q, opt)?;
             link.report = true;
             // Every port counts in perf.bottleneck_packets: data packet-hops.
             link.bottleneck = true;
