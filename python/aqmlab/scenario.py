@@ -93,10 +93,13 @@ class _Node:
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {}
+    #: Keys written first (a subclass's own keys, e.g. a link's ``from`` and
+    #: ``to``, before the fields it inherits); the rest in field order.
+    _first: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML tree of this node; unset (None) fields are left out."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = dict.fromkeys(self._first)
         for f in fields(self):  # type: ignore[arg-type]
             if f.name == "extra":
                 continue
@@ -104,6 +107,7 @@ class _Node:
             if v is None:
                 continue
             out[f.metadata.get("key", f.name)] = v
+        out = {k: v for k, v in out.items() if v is not None}  # unset _first keys
         out.update(_plain(getattr(self, "extra", {}) or {}))
         return out
 
@@ -180,10 +184,10 @@ class Reverse(_Node):
 
 
 @dataclass(kw_only=True)
-class Bottleneck(_Node):
-    """``[bottleneck]``: the dumbbell's shared link."""
+class _Queue(_Node):
+    """The keys a dumbbell's bottleneck and a topology link share: the wire
+    (delay, random loss and marks, a rate schedule) and its queue."""
 
-    rate: str
     delay: str | None = None
     buffer: str | None = None
     aqm: str | None = None
@@ -191,13 +195,20 @@ class Bottleneck(_Node):
     loss: float | None = None
     mark: float | None = None
     rate_schedule: list[RateChange] | None = None
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"rate_schedule": (RateChange, True)}
+
+
+@dataclass(kw_only=True)
+class Bottleneck(_Queue):
+    """``[bottleneck]``: the dumbbell's shared link."""
+
+    rate: str
     access_rate: str | None = None
     reverse: Reverse | None = None
 
-    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {
-        "rate_schedule": (RateChange, True),
-        "reverse": (Reverse, False),
-    }
+    _first: ClassVar[tuple[str, ...]] = ("rate",)
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {**_Queue._children, "reverse": (Reverse, False)}
 
 
 @dataclass(kw_only=True)
@@ -212,27 +223,18 @@ class Wlan(_Node):
 
 
 @dataclass(kw_only=True)
-class Link(_Node):
+class Link(_Queue):
     """``[[topology.links]]`` entry. ``from_`` is written as ``from``."""
 
     from_: str = field(metadata={"key": "from"})
     to: str
     name: str | None = None
     rate: str | None = None
-    delay: str | None = None
-    buffer: str | None = None
-    aqm: str | None = None
-    params: Params | None = None
-    loss: float | None = None
-    mark: float | None = None
-    rate_schedule: list[RateChange] | None = None
     duplex: bool | None = None
     wlan: Wlan | None = None
 
-    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {
-        "rate_schedule": (RateChange, True),
-        "wlan": (Wlan, False),
-    }
+    _first: ClassVar[tuple[str, ...]] = ("from", "to", "name", "rate")
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {**_Queue._children, "wlan": (Wlan, False)}
 
 
 @dataclass(kw_only=True)
