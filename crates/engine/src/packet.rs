@@ -44,6 +44,8 @@ pub enum PacketKind {
     Datagram,
     /// A QCN congestion notification message (IEEE 802.1Qau), CP to RP.
     Cnm,
+    /// A latency probe's echo reply (receiver to source; `transport::probe`).
+    EchoReply,
 }
 
 /// TCP header flags that matter to the simulation.

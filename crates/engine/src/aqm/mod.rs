@@ -75,6 +75,10 @@ pub struct SubqueueCounters {
     pub dropped_pkts: [u64; 4],
     pub dropped_bytes: u64,
     pub marked_pkts: [u64; 4],
+    /// Sum of the sojourn times of departed packets (ns; set by the queue
+    /// slot): over an interval, its difference / departures is the mean
+    /// queue delay (the `queue_ts` series).
+    pub sojourn_sum_ns: u64,
 }
 
 impl SubqueueCounters {

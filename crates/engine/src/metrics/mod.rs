@@ -4,6 +4,7 @@
 //! Python layer turns into DataFrames without copying row by row.
 
 pub mod histogram;
+pub mod latency;
 pub mod records;
 pub mod series;
 pub mod summary;

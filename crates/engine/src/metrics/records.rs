@@ -81,6 +81,10 @@ pub struct FlowRecord {
     /// When a TCP receiver had every byte of a finite flow (may lie after
     /// the end of the run: a receiver can run ahead of real time).
     pub completed_ns: Option<u64>,
+    /// A latency probe (`cc = "probe"`), and its samples: (reply arrival,
+    /// request sequence, RTT), ns.
+    pub is_probe: bool,
+    pub probe_rtt: Vec<(u64, u64, u64)>,
 }
 
 /// A TCP connection's statistics.

@@ -76,6 +76,10 @@ pub struct QueueSeries {
     pub departed_pkts: Vec<u64>,
     pub dropped_pkts: Vec<u64>,
     pub marked_pkts: Vec<u64>,
+    /// Cumulative sum of departed packets' sojourn times (ns).
+    pub sojourn_sum_ns: Vec<u64>,
+    /// Largest sojourn of a packet that departed in the interval (0 if none).
+    pub sojourn_max_ns: Vec<u64>,
 }
 
 impl QueueSeries {
@@ -89,6 +93,8 @@ impl QueueSeries {
             .col("departed_pkts", Column::U64(self.departed_pkts))
             .col("dropped_pkts", Column::U64(self.dropped_pkts))
             .col("marked_pkts", Column::U64(self.marked_pkts))
+            .col("sojourn_sum_ns", Column::U64(self.sojourn_sum_ns))
+            .col("sojourn_max_ns", Column::U64(self.sojourn_max_ns))
     }
 }
 

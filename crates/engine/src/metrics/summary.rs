@@ -267,6 +267,7 @@ pub fn build(r: RunRecords) -> Results {
                 srtt_ms: srtt as f64 / 1e6,
                 fct_s: fct.map(ns_to_secs),
                 cc_state,
+                probe_rtt_ms: super::latency::probe_stats(f, warm),
             });
         }
         t.push(i, f, ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
@@ -345,6 +346,7 @@ pub fn build(r: RunRecords) -> Results {
     tables.push(r.flow_series.into_table());
     tables.push(r.queue_series.into_table());
     tables.push(r.probes.into_table("probes"));
+    tables.push(super::latency::probe_table(&r.flows));
     tables.push(
         Table::new("sojourn_samples")
             .col("t_ns", Column::U64(samples.0))
@@ -383,6 +385,9 @@ struct FlowSummary {
     /// The controller's probes at the end of the run (absent without probes).
     #[serde(skip_serializing_if = "Option::is_none")]
     cc_state: Option<std::collections::BTreeMap<&'static str, f64>>,
+    /// A latency probe's RTT statistics (absent for other flows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe_rtt_ms: Option<Value>,
 }
 
 fn ser_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {

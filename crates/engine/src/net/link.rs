@@ -63,6 +63,9 @@ pub struct QueueSlot {
     sample_every: u32,
     sample_countdown: u32,
     pub samples: Vec<SojournSample>,
+    /// Largest sojourn per sub-queue since the last time-series sample
+    /// (`World::on_sample` reads and clears it).
+    pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
     /// Time of the pending qdisc timer event, if any.
     pub timer_at: Option<u64>,
     /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
@@ -126,6 +129,7 @@ impl Link {
             sample_every,
             sample_countdown: sample_every,
             samples: vec![],
+            sojourn_max_ns: [0; MAX_SUBQUEUES],
             timer_at: None,
             feedback: vec![],
             departure_lookahead: false,
@@ -243,6 +247,8 @@ impl QueueSlot {
             self.data_departed += 1;
         }
         let sojourn = w.start_ns - w.enq_ns;
+        c.sojourn_sum_ns += sojourn;
+        self.sojourn_max_ns[sub] = self.sojourn_max_ns[sub].max(sojourn);
         if let Some(h) = self.hist.get_mut(sub) {
             h.record(sojourn);
         }

@@ -308,9 +308,13 @@ impl Scenario {
                     return Err(format!("{p}.stop: must be later than start"));
                 }
             }
-            if is_rate_based(&f.cc) {
-                let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
-                check_rate(&format!("{p}.rate"), r)?;
+            if let Some(entry) = rate_source::lookup(&f.cc) {
+                if entry.needs_rate {
+                    let r = f.rate_bps.ok_or_else(|| format!("{p}.rate: required for a {} flow (e.g. '10Mbps')", f.cc))?;
+                    check_rate(&format!("{p}.rate"), r)?;
+                } else if f.rate_bps.is_some() {
+                    return Err(format!("{p}.rate: a {} flow sets its own pace (params.interval); remove rate", f.cc));
+                }
                 if f.size_bytes.is_some() {
                     return Err(format!("{p}.size: {} flows run from start to stop; size applies to TCP", f.cc));
                 }
@@ -320,7 +324,7 @@ impl Scenario {
                 }
             } else {
                 if f.rate_bps.is_some() {
-                    let rated: Vec<&str> = rate_source::names().collect();
+                    let rated: Vec<&str> = rate_source::REGISTRY.iter().filter(|e| e.needs_rate).map(|e| e.name).collect();
                     return Err(format!("{p}.rate: only {} flows have a rate", rated.join(" and ")));
                 }
                 if f.packet_size_bytes.is_some() {

@@ -2,6 +2,7 @@
 //! rate-limited source) and the receiving side, as the world holds them.
 //! Static dispatch over closed sets: no boxes, `Clone` for snapshots.
 
+use super::probe::ProbeSource;
 use super::qcn_rp::QcnSource;
 use super::tcp_receiver::TcpReceiver;
 use super::tcp_sender::TcpSender;
@@ -14,6 +15,8 @@ pub enum Source {
     Cbr(CbrSource),
     /// A rate-limited source with a QCN reaction point (`cc = "qcn"`).
     Qcn(QcnSource),
+    /// A latency probe: periodic echo requests (`cc = "probe"`).
+    Probe(ProbeSource),
 }
 
 /// A flow's receiving side.

@@ -5,6 +5,7 @@
 //! the flow's direction and forwards them. Endpoints never see queues.
 
 pub mod endpoint;
+pub mod probe;
 pub mod rate;
 pub mod qcn_rp;
 pub mod rate_source;

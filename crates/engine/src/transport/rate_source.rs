@@ -6,6 +6,7 @@
 //! builder never test a source by name.
 
 use super::endpoint::Source;
+use super::probe::{self, ProbeSource};
 use super::qcn_rp::{self, QcnSource};
 use super::udp::CbrSource;
 use crate::packet::Ecn;
@@ -30,6 +31,12 @@ pub struct RateSourceEntry {
     pub summary: &'static str,
     /// ECN setting when the group leaves `ecn` unset.
     pub default_ecn: &'static str,
+    /// The group must give `rate` (false: it must not; the source sets its own pace).
+    pub needs_rate: bool,
+    /// `packet_size` when the group leaves it unset (None: the MTU).
+    pub default_packet_bytes: Option<u32>,
+    /// The receiver answers every datagram (an echo server).
+    pub echoes: bool,
     /// Validate a group's `params`; return them with every default filled in.
     pub normalize: fn(&Value) -> Result<Value, String>,
     /// Build the source from its spec and normalised params.
@@ -42,6 +49,9 @@ pub const REGISTRY: &[RateSourceEntry] = &[
         name: "udp",
         summary: "Unresponsive constant bit rate datagrams",
         default_ecn: "off",
+        needs_rate: true,
+        default_packet_bytes: None,
+        echoes: false,
         normalize: no_params,
         build: |s, _| Ok(Source::Cbr(CbrSource::new(s.flow, s.rate_bps, s.packet_size_bytes, s.ecn, s.start_ns, s.stop_ns))),
     },
@@ -49,8 +59,24 @@ pub const REGISTRY: &[RateSourceEntry] = &[
         name: "qcn",
         summary: "QCN rate-limited source, IEEE 802.1Qau reaction point (+ Fb-hat)",
         default_ecn: "off",
+        needs_rate: true,
+        default_packet_bytes: None,
+        echoes: false,
         normalize: qcn_rp::normalize_params,
         build: |s, params| Ok(Source::Qcn(QcnSource::build(s, params)?)),
+    },
+    RateSourceEntry {
+        name: "probe",
+        summary: "Latency probe: ping-like echo requests every params.interval, RTT per reply (Flent RRUL's latency under load)",
+        default_ecn: "off",
+        needs_rate: false,
+        default_packet_bytes: Some(probe::DEFAULT_PACKET_BYTES),
+        echoes: true,
+        normalize: probe::normalize_params,
+        build: |s, params| {
+            let cfg = probe::config(params)?;
+            Ok(Source::Probe(ProbeSource::new(s.flow, cfg.interval_ns, s.packet_size_bytes, s.ecn, s.start_ns, s.stop_ns)))
+        },
     },
 ];
 

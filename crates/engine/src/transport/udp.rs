@@ -60,10 +60,16 @@ pub struct DatagramSink {
     pub ce_pkts: u64,
     /// Sum of one-way delays, for the mean.
     pub delay_sum_ns: u64,
+    /// A latency probe's receiver: answer every datagram at once with an
+    /// echo reply carrying this codepoint (`transport::probe`).
+    pub echo: Option<Ecn>,
 }
 
 impl DatagramSink {
-    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet) {
+    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        if let Some(ecn) = self.echo {
+            out.push(super::probe::echo_reply(pkt, now_ns, ecn));
+        }
         self.bytes += pkt.size_bytes as u64;
         self.pkts += 1;
         self.ce_pkts += u64::from(pkt.ecn == Ecn::Ce);

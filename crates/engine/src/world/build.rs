@@ -95,7 +95,10 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let rate_based = g.rate_bps.map(|r| (r, g.packet_size_bytes.unwrap_or(s.tcp.mtu_bytes as u64) as u32));
+                let rate_based = rate_source::lookup(&g.cc).map(|e| {
+                    let size = g.packet_size_bytes.unwrap_or(e.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64);
+                    (g.rate_bps.unwrap_or(0), size as u32)
+                });
                 let id = w.add_flow(info, attach, &g.params, rate_based)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
@@ -205,7 +208,8 @@ impl World {
                     stop_ns: info.stop_ns,
                     seed: self.seed,
                 };
-                ((entry.build)(&spec, params)?, Sink::Datagram(DatagramSink::default()))
+                let sink = DatagramSink { echo: entry.echoes.then(|| spec.ecn), ..Default::default() };
+                ((entry.build)(&spec, params)?, Sink::Datagram(sink))
             }
             None => {
                 let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;

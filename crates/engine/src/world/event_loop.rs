@@ -292,6 +292,7 @@ impl World {
                 }
             }
             Source::Qcn(q) if pkt.kind == PacketKind::Cnm => q.on_cnm(local, pkt),
+            Source::Probe(p) if pkt.kind == PacketKind::EchoReply => p.on_reply(local, pkt),
             _ => {}
         }
         if let Some(m) = flow.marker.as_deref_mut() {
@@ -320,7 +321,7 @@ impl World {
         }
         match &mut flow.sink {
             Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.scratch),
-            Sink::Datagram(d) => d.on_packet(arrival_ns, pkt),
+            Sink::Datagram(d) => d.on_packet(arrival_ns, pkt, &mut self.scratch),
         }
         let route = flow.rev_route;
         for i in base..self.scratch.len() {
@@ -380,6 +381,7 @@ impl World {
             Source::Tcp(s) => s.on_timer(local, out),
             Source::Cbr(c) => c.on_timer(local, out),
             Source::Qcn(q) => q.on_timer(local, out),
+            Source::Probe(p) => p.on_timer(local, out),
         }
         if let Some(m) = self.flows[f].marker.as_deref_mut() {
             m.mark_all(local, &mut self.scratch[base..]);
@@ -412,6 +414,7 @@ impl World {
             Source::Tcp(s) => s.next_wakeup_ns(),
             Source::Cbr(c) => c.next_wakeup_ns(),
             Source::Qcn(q) => q.next_wakeup_ns(),
+            Source::Probe(p) => p.next_wakeup_ns(),
         };
         if let Some(w) = want.map(|local| local + flow.clock_offset_ns) {
             let w = w.max(self.now_ns);

@@ -49,6 +49,7 @@ impl World {
                     (Source::Tcp(_), _) => 0,
                     (Source::Cbr(c), _) => c.pkts_sent,
                     (Source::Qcn(q), _) => q.pkts_sent,
+                    (Source::Probe(p), _) => p.pkts_sent,
                 };
                 FlowRecord {
                     info: (**info).clone(),
@@ -67,6 +68,11 @@ impl World {
                     completed_ns: match &f.sink {
                         Sink::Tcp(r) => r.completed_ns(),
                         Sink::Datagram(_) => None,
+                    },
+                    is_probe: matches!(f.source, Source::Probe(_)),
+                    probe_rtt: match &f.source {
+                        Source::Probe(p) => p.samples.clone(),
+                        _ => vec![],
                     },
                 }
             })

@@ -34,8 +34,8 @@ impl World {
                 f.pending_samples.push((t, delivered));
             }
         }
-        for l in &self.links {
-            let Some(q) = &l.queue else { continue };
+        for l in &mut self.links {
+            let Some(q) = &mut l.queue else { continue };
             if !l.report {
                 continue;
             }
@@ -51,6 +51,8 @@ impl World {
                 s.departed_pkts.push(c.departed_pkts);
                 s.dropped_pkts.push(c.drops());
                 s.marked_pkts.push(c.marks());
+                s.sojourn_sum_ns.push(c.sojourn_sum_ns);
+                s.sojourn_max_ns.push(std::mem::take(&mut q.sojourn_max_ns[k]));
             }
             let pn = q.qdisc.probe_names();
             if !pn.is_empty() {
@@ -87,6 +89,7 @@ impl World {
                 }
             }
             Source::Cbr(c) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, c.rate_bps()),
+            Source::Probe(p) => self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, p.rate_bps()),
             Source::Qcn(q) => {
                 self.flow_ts.push(t, i as u32, delivered, 0, 0, 0, 0, 0, q.rp.rate_bps());
                 let mut vals = [0.0; 8];
