@@ -269,6 +269,17 @@ PLOTS = {
 }
 
 
+def _register_latency_views() -> None:
+    """The latency views (aqmlab.latency) join the registry: one module per
+    family of views keeps this file short."""
+    from aqmlab import latency
+
+    PLOTS.update(latency.PLOTS)
+
+
+_register_latency_views()
+
+
 
 #: Matplotlib settings for figures sized for a paper's column (--size):
 #: 8 pt text, thinner lines, no wasted margins.
@@ -309,6 +320,19 @@ class PlotAccessor:
 
     def __init__(self, result: Result):
         self._r = result
+
+    def __call__(self, name: str, ax: Any = None) -> Figure | None:
+        """The plot ``name`` (a key of :data:`PLOTS`, e.g. ``"rtt_time"``)."""
+        fn = PLOTS.get(name)
+        if fn is None:
+            raise ValueError(f"plot {name!r}: allowed {', '.join(PLOTS)}")
+        return fn(self._r, ax=ax)
+
+    def __getattr__(self, name: str) -> Any:
+        fn = PLOTS.get(name)
+        if fn is None:
+            raise AttributeError(name)
+        return lambda ax=None: fn(self._r, ax=ax)
 
     def goodput(self, ax: Any = None) -> Figure | None:
         return goodput(self._r, ax=ax)

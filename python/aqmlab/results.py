@@ -39,7 +39,7 @@ __all__ = ["Result", "run", "SUMMARY_SCHEMA", "TABLES", "summary_json", "build_s
 SUMMARY_SCHEMA = 1
 
 #: The engine's tables, in the order they are written.
-TABLES = ("flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes", "sojourn_samples")
+TABLES = ("flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes", "sojourn_samples", "probe_rtt")
 
 Progress = Callable[[float], object]
 
@@ -247,9 +247,17 @@ def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Co
         with np.errstate(divide="ignore", invalid="ignore"):  # no arrivals / departures in an interval: NaN
             qt["drop_prob"] = d["dropped_pkts"] / np.where(d["arrived_pkts"] > 0, d["arrived_pkts"], nan)
             qt["mark_prob"] = d["marked_pkts"] / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan)
+            if "sojourn_sum_ns" in qt:  # mean queue delay of the packets that departed in the interval
+                soj = _per_interval_diff(keys, qt["sojourn_sum_ns"])
+                qt["sojourn_mean_ms"] = soj / np.where(d["departed_pkts"] > 0, d["departed_pkts"], nan) / 1e6
+                qt["sojourn_max_ms"] = np.where(d["departed_pkts"] > 0, _f64(qt["sojourn_max_ns"]) / 1e6, nan)
     pr = t.get("probes")
     if pr is not None:
         pr["t_s"] = _f64(pr["t_ns"]) / 1e9
+    pp = t.get("probe_rtt")
+    if pp is not None:
+        pp["t_s"] = _f64(pp["t_ns"]) / 1e9
+        pp["rtt_ms"] = _f64(pp["rtt_ns"]) / 1e6
     sh = t.get("sojourn_hist")
     if sh is not None:
         sh["lo_ms"] = _f64(sh["lo_ns"]) / 1e6
@@ -261,7 +269,7 @@ def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Co
 #: (a table read back from Parquet, or given as a saved DataFrame). Other
 #: tables (sojourn_samples) get nothing.
 _ENRICHED_BY = {"flows": "base_rtt_ms", "queues": "utilization", "flow_ts": "t_s", "queue_ts": "t_s",
-                "probes": "t_s", "sojourn_hist": "hi_ms"}  # fmt: skip
+                "probes": "t_s", "sojourn_hist": "hi_ms", "probe_rtt": "t_s"}  # fmt: skip
 
 
 class Result:
@@ -371,6 +379,11 @@ class Result:
     @property
     def sojourn_samples(self) -> pd.DataFrame:
         return self._table("sojourn_samples")
+
+    @property
+    def probe_rtt(self) -> pd.DataFrame:
+        """Every latency-probe RTT sample (``cc = "probe"`` flows)."""
+        return self._table("probe_rtt")
 
     @property
     def plot(self) -> Any:
@@ -504,7 +517,8 @@ class Result:
 
 
 #: Names of the PNGs in ``plots/`` (aqmlab.plots.PLOTS, which imports matplotlib).
-PLOT_NAMES = ("goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct")
+PLOT_NAMES = ("goodput", "sojourn_cdf", "cwnd", "rate", "probabilities", "fct", "rtt_time", "queue_delay", "rtt_cdf",
+              "rtt_box")  # fmt: skip
 
 
 def _remove_plots(out: Path, keep: set[str]) -> None:
