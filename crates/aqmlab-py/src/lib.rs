@@ -54,8 +54,9 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
 }
 
 /// Run a scenario (JSON text). `progress(sim_seconds_done)` is called now and
-/// then; it may raise to abort. Returns {"summary": json, "tables": {...}}
-/// where numeric columns are (dtype, little-endian bytes) and text columns lists.
+/// then; it may raise to abort. Returns {"summary": json, "tables": {...},
+/// "files": {name: bytes}} where numeric columns are (dtype, little-endian
+/// bytes) and text columns lists; files are e.g. `capture.pcap`.
 #[pyfunction]
 #[pyo3(signature = (json, progress=None))]
 fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
@@ -113,6 +114,11 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
         tables.set_item(&t.name, cols)?;
     }
     out.set_item("tables", tables)?;
+    let files = PyDict::new(py);
+    for (name, bytes) in &results.files {
+        files.set_item(name, PyBytes::new(py, bytes))?;
+    }
+    out.set_item("files", files)?;
     Ok(out)
 }
 

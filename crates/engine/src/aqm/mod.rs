@@ -11,6 +11,7 @@
 //! Adding an algorithm touches its own file, one line in [`AqmKind`] /
 //! [`AnyQdisc`], and its tests.
 
+pub mod drop_log;
 pub mod bernoulli;
 pub mod codel;
 pub mod curvy_red;
@@ -110,6 +111,8 @@ pub struct QdiscCtx<'a> {
     /// Control packets for flows' sources (see [`QdiscCtx::notify_source`]);
     /// `None` where the caller routes no feedback.
     pub(crate) feedback: Option<&'a mut Vec<Packet>>,
+    /// The queue's packet capture, which logs drops (`[metrics] pcap`).
+    pub(crate) capture: Option<&'a mut drop_log::DropLog>,
 }
 
 impl<'a> QdiscCtx<'a> {
@@ -119,7 +122,14 @@ impl<'a> QdiscCtx<'a> {
         counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
         flow_counters: &'a mut [FlowQueueCounters],
     ) -> Self {
-        QdiscCtx { now_ns, rng, counters, flow_counters, feedback: None }
+        QdiscCtx { now_ns, rng, counters, flow_counters, feedback: None, capture: None }
+    }
+
+    /// Log drops into the queue's packet capture, if it has one.
+    #[inline(always)]
+    pub fn with_capture(mut self, capture: Option<&'a mut drop_log::DropLog>) -> Self {
+        self.capture = capture;
+        self
     }
 
     /// Collect what [`QdiscCtx::notify_source`] sends into `out`; the engine
@@ -156,6 +166,9 @@ impl<'a> QdiscCtx<'a> {
         if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
             f.drops += 1;
             f.ack_drops += u64::from(!pkt.carries_payload());
+        }
+        if let Some(cap) = self.capture.as_deref_mut() {
+            cap.record(self.now_ns, &pkt, reason as u8);
         }
     }
 

@@ -5,6 +5,7 @@
 
 pub mod histogram;
 pub mod latency;
+pub mod pcap;
 pub mod records;
 pub mod series;
 pub mod summary;
@@ -75,6 +76,8 @@ impl Table {
 pub struct Results {
     pub tables: Vec<Table>,
     pub summary_json: String,
+    /// Files besides the tables: (name, bytes), e.g. `capture.pcap`.
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 impl Results {

@@ -28,6 +28,8 @@ pub struct RunRecords {
     pub goodput_interval_ns: u64,
     /// `metrics.rtt_histogram`: every TCP RTT sample after warm-up.
     pub rtt_hist: Option<Box<super::histogram::Histogram>>,
+    /// `metrics.pcap`: the captured queue's packets and drops.
+    pub pcap: Option<super::pcap::PcapRecords>,
 }
 
 /// The run's cost (the benchmark's figures).

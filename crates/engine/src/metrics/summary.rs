@@ -355,7 +355,12 @@ pub fn build(r: RunRecords) -> Results {
             .col("flow", Column::U64(samples.3))
             .col("sojourn_ns", Column::U64(samples.4)),
     );
-    Results { tables, summary_json }
+    let mut files = vec![];
+    if let Some(cap) = &r.pcap {
+        files.push(("capture.pcap".to_string(), super::pcap::file_bytes(cap)));
+        tables.push(super::pcap::drops_table(cap));
+    }
+    Results { tables, summary_json, files }
 }
 
 /// One long-running flow in `summary.json` (docs/results.md).

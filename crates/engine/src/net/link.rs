@@ -66,6 +66,8 @@ pub struct QueueSlot {
     /// Largest sojourn per sub-queue since the last time-series sample
     /// (`World::on_sample` reads and clears it).
     pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
+    /// Packet capture (`[metrics] pcap`) of this queue; None: off.
+    pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
     /// Time of the pending qdisc timer event, if any.
     pub timer_at: Option<u64>,
     /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
@@ -130,6 +132,7 @@ impl Link {
             sample_countdown: sample_every,
             samples: vec![],
             sojourn_max_ns: [0; MAX_SUBQUEUES],
+            capture: None,
             timer_at: None,
             feedback: vec![],
             departure_lookahead: false,
@@ -194,7 +197,12 @@ impl QueueSlot {
     #[inline]
     pub fn arrive(&mut self, now_ns: u64, mut pkt: Packet, flow_counters: &mut [FlowQueueCounters]) -> bool {
         pkt.enq_ns = now_ns;
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
+        if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
+            cap.record(now_ns, &pkt);
+        }
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
+            .with_feedback(&mut self.feedback)
+            .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         self.qdisc.classify_and_enqueue(pkt, &mut ctx);
         self.in_tx.is_none()
     }
@@ -219,8 +227,13 @@ impl QueueSlot {
         flow_counters: &mut [FlowQueueCounters],
     ) -> Option<u64> {
         debug_assert!(self.in_tx.is_none());
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
+            .with_feedback(&mut self.feedback)
+            .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         let pkt = self.qdisc.dequeue(&mut ctx)?;
+        if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
+            cap.record(now_ns, &pkt);
+        }
         let tx_ns = overhead_ns + self.tx_time(pkt.size_bytes + header_bytes, rate_bps);
         self.record_start(&Waiting {
             start_ns: now_ns,
@@ -282,7 +295,10 @@ impl QueueSlot {
         debug_assert!(self.departure_lookahead);
         self.start_due(now_ns);
         pkt.enq_ns = now_ns;
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters);
+        if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
+            cap.record(now_ns, pkt);
+        }
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         if !self.qdisc.classify_and_admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
             return None;
         }
@@ -290,6 +306,9 @@ impl QueueSlot {
         // starts when the last accepted one ends (or now, if that is past).
         let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
         let start_ns = self.free_at_ns.max(now_ns);
+        if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
+            cap.record(start_ns, pkt); // its dequeue time, known now (see the module docs)
+        }
         self.free_at_ns = start_ns + tx_ns;
         let w = Waiting {
             start_ns,
@@ -380,7 +399,9 @@ impl QueueSlot {
     }
 
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_feedback(&mut self.feedback);
+        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
+            .with_feedback(&mut self.feedback)
+            .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         self.qdisc.on_timer(&mut ctx);
     }
 

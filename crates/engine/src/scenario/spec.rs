@@ -395,6 +395,35 @@ pub struct MetricsConfig {
     /// 0: off). A multiple of `interval`; needs the time series.
     #[serde(rename = "goodput_interval", with = "serde_duration")]
     pub goodput_interval_ns: u64,
+    /// Capture one queue's packets as a pcap file (`metrics::pcap`); None: off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<PcapSpec>,
+}
+
+/// `[metrics] pcap = { queue, direction, max_packets }`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PcapSpec {
+    /// A reported queue's name, as in the summary's `queues[].name`.
+    #[serde(default = "default_pcap_queue")]
+    pub queue: String,
+    /// "dequeue": packets as they start transmission (with the marks the
+    /// queue set); "enqueue": as they arrive, before the discipline decides.
+    #[serde(default = "default_pcap_direction")]
+    pub direction: String,
+    /// Packets recorded at most (then the capture stops; drops likewise).
+    #[serde(default = "default_pcap_max")]
+    pub max_packets: u64,
+}
+
+fn default_pcap_queue() -> String {
+    "bottleneck".into()
+}
+fn default_pcap_direction() -> String {
+    "dequeue".into()
+}
+fn default_pcap_max() -> u64 {
+    100_000
 }
 
 impl Default for MetricsConfig {
@@ -406,6 +435,7 @@ impl Default for MetricsConfig {
             sojourn_samples_every: 0,
             rtt_histogram: false,
             goodput_interval_ns: 0,
+            pcap: None,
         }
     }
 }

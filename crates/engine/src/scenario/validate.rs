@@ -379,7 +379,45 @@ impl Scenario {
             w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;
         }
+        if let Some(pc) = &self.metrics.pcap {
+            let names = self.queue_names();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            if !names.contains(&pc.queue.as_str()) {
+                return Err(format!("metrics.pcap.queue: {}", unknown_choice("queue", &pc.queue, &names)));
+            }
+            if !["dequeue", "enqueue"].contains(&pc.direction.as_str()) {
+                return Err(format!("metrics.pcap.direction: {}", unknown_choice("direction", &pc.direction, &["dequeue", "enqueue"])));
+            }
+            if pc.max_packets == 0 {
+                return Err("metrics.pcap.max_packets: must be at least 1 (leave pcap out to capture nothing)".into());
+            }
+        }
         Ok(())
+    }
+
+    /// Names of the queues the summary reports (`queues[].name`).
+    pub fn queue_names(&self) -> Vec<String> {
+        match (&self.bottleneck, &self.topology) {
+            (Some(b), _) => {
+                let mut v = vec!["bottleneck".to_string()];
+                if b.reverse.is_some() {
+                    v.push("bottleneck_rev".into());
+                }
+                v
+            }
+            (None, Some(t)) => {
+                let mut v = vec![];
+                for l in t.links.iter().filter(|l| l.rate_bps.is_some()) {
+                    let base = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+                    if l.duplex {
+                        v.push(format!("{base}:rev"));
+                    }
+                    v.insert(v.len() - usize::from(l.duplex), base);
+                }
+                v
+            }
+            (None, None) => vec![],
+        }
     }
 
     /// The normalised scenario as JSON (all defaults filled in).

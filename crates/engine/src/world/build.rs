@@ -3,6 +3,7 @@
 
 use super::*;
 use super::fat_tree;
+use crate::metrics::pcap::PcapRecorder;
 
 impl World {
     /// Build from a validated scenario (see [`crate::scenario::parse`]).
@@ -51,6 +52,11 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
+        if let Some(pc) = &s.metrics.pcap {
+            let link = w.links.iter_mut().find(|l| l.report && l.name == pc.queue);
+            let q = link.and_then(|l| l.queue.as_mut()).ok_or_else(|| format!("metrics.pcap.queue: no queue '{}'", pc.queue))?;
+            q.capture = Some(Box::new(PcapRecorder::new(pc.direction == "enqueue", pc.max_packets)));
+        }
         // Exact room for the long-lived flows: growing by doubling would hold
         // the old and the new table at once (1.5 × the table at 10 000 flows).
         // Fallibly: the count comes from the input, and an allocation that

@@ -4,6 +4,7 @@
 use super::{Sink, Source, World};
 use crate::aqm::Qdisc;
 use crate::cc::CongestionControl;
+use crate::metrics::pcap::{PcapFlow, PcapRecords};
 use crate::metrics::records::{FlowRecord, PerfRecord, QueueRecord, RunRecords, TcpRecord};
 use crate::transport::Feedback;
 
@@ -77,6 +78,7 @@ impl World {
                 }
             })
             .collect();
+        let pcap = self.take_capture();
         let queues = self
             .links
             .iter_mut()
@@ -110,6 +112,22 @@ impl World {
             probes: std::mem::take(&mut self.probes),
             goodput_interval_ns: self.scenario.metrics.goodput_interval_ns,
             rtt_hist: self.rtt_hist.take(),
+            pcap,
         }
+    }
+
+    /// The packet capture (`[metrics] pcap`) with the per-flow facts its
+    /// headers need, if one was asked for.
+    fn take_capture(&mut self) -> Option<PcapRecords> {
+        let (name, rec) = self.links.iter_mut().find_map(|l| Some((l.name.clone(), l.queue.as_mut()?.capture.take()?)))?;
+        let flows = self
+            .flows
+            .iter()
+            .map(|f| PcapFlow {
+                accurate: matches!(&f.source, Source::Tcp(s) if s.feedback() == Feedback::Accurate),
+                probe: matches!(f.source, Source::Probe(_)),
+            })
+            .collect();
+        Some(PcapRecords { queue: name, recorder: *rec, flows, mss_bytes: self.tcp.mss_bytes(), end_ns: self.end_ns })
     }
 }
