@@ -284,12 +284,17 @@ class Result:
     is built on first access, so running and saving never import pandas.
     """
 
-    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame | Columns]):
+    def __init__(self, summary: dict[str, Any], tables: Mapping[str, pa.Table | pd.DataFrame | Columns],
+                 files: Mapping[str, bytes] | None = None):  # fmt: skip
         """``tables``: name -> Arrow table, DataFrame or columns, as the
-        engine gives them or with the added columns (as saved)."""
+        engine gives them or with the added columns (as saved). ``files``:
+        name -> bytes written as they are (``capture.pcap``)."""
         import pyarrow as pa
 
         self.summary = summary
+        #: Files besides the tables, written by :meth:`save` as they are:
+        #: ``capture.pcap`` with ``[metrics] pcap`` (aqmlab.capture).
+        self.files: dict[str, bytes] = dict(files or {})
         self._arrow: dict[str, pa.Table] = {}
         raw: dict[str, Columns] = {}
         for name, t in tables.items():
@@ -308,7 +313,7 @@ class Result:
     def _from_engine(cls, raw: dict[str, Any], normalized: dict[str, Any]) -> Result:
         engine_summary = json.loads(raw["summary"])
         tables = {name: _engine_columns(cols) for name, cols in raw["tables"].items()}
-        return cls(build_summary(engine_summary, normalized), tables)
+        return cls(build_summary(engine_summary, normalized), tables, raw.get("files"))
 
     # -- summary views -------------------------------------------------------
 
@@ -429,6 +434,7 @@ class Result:
         files["summary"] = atomic_write_text(out / "summary.json", self.summary_json())
         files["scenario"] = atomic_write_text(out / "scenario.toml", dump_toml(self.summary["scenario"]))
         files["tables"] = self.to_parquet(out)
+        files.update(self._save_extra_files(out))
         if plots or report:
             files.update(self.save_plots(out, report=report, formats=plot_formats, size_in=plot_size_in,
                                          dpi=plot_dpi))  # fmt: skip
@@ -467,6 +473,24 @@ class Result:
                     (out / "plots" / f"{name}.{fmt}").unlink(missing_ok=True)
         return files
 
+    def _save_extra_files(self, out: Path) -> dict[str, Path]:
+        """The engine's files (``capture.pcap``) and the capture's drops as
+        ``capture_drops.csv``; a capture of an earlier save is removed."""
+        written = {}
+        for name in ("capture.pcap", "capture_drops.csv"):
+            if name not in self.files and not (name.endswith(".csv") and "pcap_drops" in self._arrow):
+                (out / name).unlink(missing_ok=True)
+        for name, data in sorted(self.files.items()):
+            written[name] = atomic_write_bytes(out / name, data)
+        if "pcap_drops" in self._arrow:
+            written["capture_drops.csv"] = atomic_write_text(out / "capture_drops.csv", _csv_text(self._arrow["pcap_drops"]))
+        return written
+
+    @property
+    def pcap_drops(self) -> pd.DataFrame:
+        """The captured queue's drops (``[metrics] pcap``): empty without a capture."""
+        return self._table("pcap_drops")
+
     @classmethod
     def load(cls, out_dir: str | os.PathLike[str]) -> Result:
         """Read a result written by :meth:`save`."""
@@ -479,7 +503,12 @@ class Result:
             p = out / f"{name}.parquet"
             if p.exists():
                 tables[name] = pq.read_table(p)
-        return cls(summary, tables)
+        if (out / "capture_drops.csv").exists():
+            import pyarrow.csv as pcsv
+
+            tables["pcap_drops"] = pcsv.read_csv(out / "capture_drops.csv")
+        files = {name: (out / name).read_bytes() for name in ("capture.pcap",) if (out / name).exists()}
+        return cls(summary, tables, files)
 
     def __repr__(self) -> str:
         name = self.summary.get("scenario", {}).get("name") or "scenario"
@@ -546,6 +575,18 @@ class _Frames(Mapping[str, "pd.DataFrame"]):
 
     def __len__(self) -> int:
         return len(self._r._arrow)
+
+
+def _csv_text(table: pa.Table) -> str:
+    """A small table as CSV text (header row; text unquoted unless needed)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(table.column_names)
+    w.writerows(zip(*(c.to_pylist() for c in table.columns), strict=True))
+    return buf.getvalue()
 
 
 def _parquet_bytes(table: pa.Table | pd.DataFrame) -> bytes:

@@ -372,6 +372,7 @@ class Metrics(_Node):
     sojourn_samples_every: int | None = None
     rtt_histogram: bool | None = None
     goodput_interval: str | None = None
+    pcap: Params | None = None
 
 
 @dataclass(kw_only=True)

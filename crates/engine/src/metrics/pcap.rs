@@ -72,6 +72,9 @@ pub struct PcapFlow {
     pub accurate: bool,
     /// A latency probe (ICMP echo) rather than a UDP datagram source.
     pub probe: bool,
+    /// A finite flow's size: the last segment is shorter, and sequence
+    /// numbers stop at `1 + size`.
+    pub size_bytes: Option<u64>,
 }
 
 /// A finished capture: the packets and drops of one queue.
@@ -87,9 +90,11 @@ const MAGIC_NS: u32 = 0xa1b2_3c4d;
 const LINKTYPE_RAW: u32 = 101;
 pub const SERVER_PORT: u16 = 5201;
 
-/// TCP byte sequence number of segment `seg` (ISN 0; the SYN takes 0).
-pub fn byte_seq(seg: u64, mss: u32) -> u32 {
-    (1 + seg.wrapping_mul(mss as u64)) as u32
+/// TCP byte sequence number of segment `seg` of a flow of `size` bytes
+/// (ISN 0; the SYN takes 0): 1 + seg × MSS, at most 1 + size.
+pub fn byte_seq(seg: u64, mss: u32, size: Option<u64>) -> u32 {
+    let b = seg.saturating_mul(mss as u64);
+    (1 + size.map_or(b, |s| b.min(s))) as u32
 }
 
 pub fn client_port(flow: u32) -> u16 {
@@ -150,8 +155,8 @@ fn tcp_header(pkt: &Packet, f: PcapFlow, mss: u32, sport: u16, dport: u16, out: 
     let (seq, ack, mut fl): (u32, u32, u16) = match pkt.kind {
         PacketKind::Syn => (0, 0, 0x02),
         PacketKind::SynAck => (0, 1, 0x12),
-        PacketKind::Data => (byte_seq(pkt.seq, mss), 1, 0x18), // ACK|PSH; the server sends no data
-        _ => (1, byte_seq(pkt.seq, mss), 0x10),
+        PacketKind::Data => (byte_seq(pkt.seq, mss, f.size_bytes), 1, 0x18), // ACK|PSH; the server sends no data
+        _ => (1, byte_seq(pkt.seq, mss, f.size_bytes), 0x10),
     };
     let accurate_ack = f.accurate && pkt.kind == PacketKind::Ack;
     if accurate_ack {
@@ -189,8 +194,8 @@ fn tcp_header(pkt: &Packet, f: PcapFlow, mss: u32, sport: u16, dport: u16, out: 
         for i in 0..nsack {
             let b = pkt.sack_block(i);
             let left = pkt.seq + b.start_off as u64;
-            out.extend_from_slice(&byte_seq(left, mss).to_be_bytes());
-            out.extend_from_slice(&byte_seq(left + b.len as u64, mss).to_be_bytes());
+            out.extend_from_slice(&byte_seq(left, mss, f.size_bytes).to_be_bytes());
+            out.extend_from_slice(&byte_seq(left + b.len as u64, mss, f.size_bytes).to_be_bytes());
         }
     }
 }
@@ -234,7 +239,7 @@ pub fn drops_table(rec: &PcapRecords) -> Table {
         Ecn::Ce => "ce",
     };
     let seq = |p: &Packet| match p.kind {
-        PacketKind::Data | PacketKind::Ack => byte_seq(p.seq, rec.mss_bytes) as u64,
+        PacketKind::Data | PacketKind::Ack => byte_seq(p.seq, rec.mss_bytes, rec.flows[p.flow as usize].size_bytes) as u64,
         _ => p.seq,
     };
     Table::new("pcap_drops")
@@ -257,7 +262,7 @@ mod tests {
         p.ecn = Ecn::Ect1;
         p.seq = 2;
         let mut h = vec![];
-        headers(&p, PcapFlow { accurate: true, probe: false }, 1448, &mut h);
+        headers(&p, PcapFlow { accurate: true, probe: false, size_bytes: None }, 1448, &mut h);
         assert_eq!(h.len(), 20 + 32);
         assert_eq!(h[1] & 3, 0b01);
         assert_eq!(u16::from_be_bytes([h[2], h[3]]), 1500);
@@ -272,7 +277,7 @@ mod tests {
         a.aux = 13; // 13 mod 8 = 5 = 0b101: AE and ECE
         a.set_sack_block(0, SackBlock { start_off: 2, len: 3 });
         let mut h = vec![];
-        headers(&a, PcapFlow { accurate: true, probe: false }, 1000, &mut h);
+        headers(&a, PcapFlow { accurate: true, probe: false, size_bytes: None }, 1000, &mut h);
         let fl = u16::from_be_bytes([h[32], h[33]]);
         assert_eq!(fl >> 12, (20 + 12 + 12) / 4);
         assert_eq!(fl & 0x1c0, 0x100 | 0x40);

@@ -126,6 +126,7 @@ impl World {
             .map(|f| PcapFlow {
                 accurate: matches!(&f.source, Source::Tcp(s) if s.feedback() == Feedback::Accurate),
                 probe: matches!(f.source, Source::Probe(_)),
+                size_bytes: f.info.size_bytes,
             })
             .collect();
         Some(PcapRecords { queue: name, recorder: *rec, flows, mss_bytes: self.tcp.mss_bytes(), end_ns: self.end_ns })
