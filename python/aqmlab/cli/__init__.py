@@ -3,6 +3,7 @@
     aqmlab run SCENARIO.toml [--out DIR]      run one scenario
     aqmlab report DIR                         plots and report.html of a saved run
     aqmlab compare DIR1 DIR2 [...]            saved runs side by side
+    aqmlab export flent DIR                   a saved run as a Flent data file
     aqmlab validate SCENARIO.toml             check it, run nothing
     aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
     aqmlab reproduce NAME | --list            the seed papers' experiments
@@ -99,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("dir", metavar="DIR", help="output directory of aqmlab run (with summary.json)")
     _add_plot_options(rep)
     rep.set_defaults(func=cmd_report)
+
+    from aqmlab.export import add_cli as add_export_cli  # standard library only at import
+
+    add_export_cli(sub)
 
     c = sub.add_parser("compare", help="compare saved runs side by side (table, overlaid plots, HTML)")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="directories written by aqmlab run (two or more)")

@@ -19,7 +19,8 @@
 //!   likewise from the next segment expected; SYN, ACK, ECE, CWR, and AE
 //!   (the former NS bit, AccECN draft §3.1) as sent; on ACKs of a flow that
 //!   negotiated accurate ECN the ACE field (AE, CWR, ECE) carries the
-//!   receiver's CE packet counter mod 8 (AccECN draft §3.2.2); the
+//!   receiver's CE packet counter mod 8, counted from 5 (AccECN draft
+//!   §3.2.2); the
 //!   timestamp option (RFC 7323, in µs) and SACK blocks (RFC 2018) in bytes;
 //! * datagram flows (`udp`, `qcn`): UDP to port 5201; latency probes: ICMP
 //!   echo request/reply (identifier = flow, sequence = request number).
@@ -160,8 +161,10 @@ fn tcp_header(pkt: &Packet, f: PcapFlow, mss: u32, sport: u16, dport: u16, out: 
     };
     let accurate_ack = f.accurate && pkt.kind == PacketKind::Ack;
     if accurate_ack {
-        // ACE = CE packet counter mod 8 over AE (bit 8), CWR (7), ECE (6).
-        let ace = (pkt.aux % 8) as u16;
+        // ACE = the receiver's CE packet counter mod 8 over AE (bit 8), CWR
+        // (7), ECE (6); the draft starts the counter at 5 (§3.2.2.1), the
+        // engine's at 0.
+        let ace = ((pkt.aux as u64 + 5) % 8) as u16;
         fl |= (ace & 1) << 6 | (ace >> 1 & 1) << 7 | (ace >> 2 & 1) << 8;
     } else {
         if pkt.has_flag(flags::ECE) {
@@ -274,7 +277,7 @@ mod tests {
     fn accurate_ack_carries_ace_and_sack_in_bytes() {
         let mut a = Packet::new(PacketKind::Ack, 0, 52);
         a.seq = 10;
-        a.aux = 13; // 13 mod 8 = 5 = 0b101: AE and ECE
+        a.aux = 8; // (8 + 5) mod 8 = 5 = 0b101: AE and ECE
         a.set_sack_block(0, SackBlock { start_off: 2, len: 3 });
         let mut h = vec![];
         headers(&a, PcapFlow { accurate: true, probe: false, size_bytes: None }, 1000, &mut h);
