@@ -178,7 +178,8 @@ fn tcp_header(pkt: &Packet, f: PcapFlow, mss: u32, sport: u16, dport: u16, out: 
         }
     }
     let nsack = (0..MAX_SACK_BLOCKS).filter(|&i| pkt.sack_block(i).len > 0).count();
-    let opt_len = 12 + if nsack > 0 { 4 + 8 * nsack } else { 0 };
+    let handshake = matches!(pkt.kind, PacketKind::Syn | PacketKind::SynAck);
+    let opt_len = 12 + if nsack > 0 { 4 + 8 * nsack } else { 0 } + if handshake { 12 } else { 0 };
     let doff = (20 + opt_len) / 4;
     out.extend_from_slice(&sport.to_be_bytes());
     out.extend_from_slice(&dport.to_be_bytes());
@@ -192,6 +193,12 @@ fn tcp_header(pkt: &Packet, f: PcapFlow, mss: u32, sport: u16, dport: u16, out: 
     out.extend_from_slice(&[1, 1, 8, 10]);
     out.extend_from_slice(&tsval.to_be_bytes());
     out.extend_from_slice(&tsecr.to_be_bytes());
+    if handshake {
+        // MSS, SACK permitted, window scale 7 (Linux's usual): 64 bytes in all,
+        // the engine's SYN size.
+        let m = (mss.min(65_535) as u16).to_be_bytes();
+        out.extend_from_slice(&[2, 4, m[0], m[1], 1, 1, 4, 2, 1, 3, 3, 7]);
+    }
     if nsack > 0 {
         out.extend_from_slice(&[1, 1, 5, (2 + 8 * nsack) as u8]);
         for i in 0..nsack {
@@ -271,6 +278,17 @@ mod tests {
         assert_eq!(u16::from_be_bytes([h[2], h[3]]), 1500);
         assert_eq!(checksum(&h[..20]), 0, "a header with its checksum sums to 0xffff");
         assert_eq!(u32::from_be_bytes([h[24], h[25], h[26], h[27]]), 1 + 2 * 1448);
+    }
+
+    #[test]
+    fn syn_has_the_handshake_options_and_the_engines_size() {
+        let mut s = Packet::new(PacketKind::Syn, 0, 64);
+        s.flags = flags::ECE | flags::CWR | flags::AE;
+        let mut h = vec![];
+        headers(&s, PcapFlow { accurate: false, probe: false, size_bytes: None }, 1448, &mut h);
+        assert_eq!(h.len(), 64);
+        let fl = u16::from_be_bytes([h[32], h[33]]);
+        assert_eq!(fl & 0x1ff, 0x02 | 0x40 | 0x80 | 0x100); // SYN + AccECN set-up (ECE, CWR, AE)
     }
 
     #[test]
