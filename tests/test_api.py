@@ -77,7 +77,8 @@ def test_plots_return_figures_with_data() -> None:
 def test_save_and_load_round_trip(tmp_path: Path) -> None:
     r = aqmlab.run(tiny())
     files = r.save(tmp_path / "o")
-    assert files["report"].exists() and len(files["plots"]) == 4
+    # goodput, sojourn_cdf, cwnd, probabilities and the latency views rtt_time, queue_delay, rtt_cdf, rtt_box
+    assert files["report"].exists() and len(files["plots"]) == 8
     back = Result.load(tmp_path / "o")
     assert back.summary == r.summary
     pd.testing.assert_frame_equal(back.flows, r.flows, check_dtype=False)

@@ -83,6 +83,8 @@ class Runs:
         self._seeds = seeds or {k: list(range(1, len(v) + 1)) for k, v in summaries.items()}
         #: Full results (every table) of the showcase cases, first seed, by label.
         self.showcased: dict[str, Any] = {}
+        #: The same with latency probes added (Experiment.probe_views), by label.
+        self.probe_views: dict[str, Any] = {}
 
     def select(self, **tags: Any) -> list[Case]:
         """Cases whose tags match every given value (a list/tuple/set matches any of its values)."""
@@ -244,6 +246,11 @@ class Experiment:
         """Labels of cases whose full results (time series, plots, report) are written."""
         return []
 
+    def probe_views(self, quick: bool) -> list[str]:
+        """Labels of cases shown once more with latency probes added (first
+        seed; shown, never judged: reproduce/latency_view.py)."""
+        return []
+
     def figures(self, runs: Runs) -> dict[str, Any]:
         """Experiment-level figures (name -> matplotlib Figure)."""
         return {}
@@ -370,6 +377,10 @@ def reproduce(
             seeds_of[owner[i]].append(o.point.seed)
     runs = Runs(cases, by_label, seeds_of)
     runs.showcased = showcased
+    if out is not None and exp.probe_views(quick):
+        from aqmlab.reproduce.latency_view import run_probe_views
+
+        runs.probe_views = run_probe_views(cases, exp.probe_views(quick), seeds[0])
     judgements = [claim.judge(runs) for claim in exp.claims()]
     result = ReproduceResult(exp, quick, runs, judgements, out_dir, counts)
     if out_dir is not None:
@@ -486,6 +497,10 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
                   for name, md in tables.items()]  # fmt: skip
     if case_links:
         parts.append("<h2>Example runs (full results)</h2><ul>" + "".join(case_links) + "</ul>")
+    if res.runs.probe_views:
+        from aqmlab.reproduce.latency_view import probe_view_html
+
+        parts.append(probe_view_html(out, res.runs.probe_views, _slug))
     plot_files = sorted((out / "plots").glob("*.*")) if (out / "plots").is_dir() else []
     parts.append(data_links(out, [*data_files_in(out, "tables"), *plot_files], "Data files and plots"))
     atomic_write_text(out / "report.html", page(f"aqmlab reproduce {exp.name}", "\n".join(parts)))
