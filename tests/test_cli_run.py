@@ -63,7 +63,7 @@ def check_fairness_contract(s: dict[str, Any]) -> None:
     # flow's goodput is null exactly when it was not active in it).
     long = [
         f for f in s["flows"]
-        if f["cc"] not in ("udp", "qcn") and "size" not in groups[f["group"]] and f["goodput_bps"] is not None
+        if f["cc"] not in ("udp", "qcn", "probe") and "size" not in groups[f["group"]] and f["goodput_bps"] is not None
     ]
     assert "jain" in fair
     if long and any(f["goodput_bps"] > 0 for f in long):
@@ -225,7 +225,7 @@ def test_report_renders_plots_and_report_of_a_saved_run(tmp_path: Path) -> None:
     proc = cli("report", str(out))
     assert proc.returncode == 0, proc.stderr
     plots = {p.stem for p in (out / "plots").glob("*.png")}
-    assert plots == {"goodput", "sojourn_cdf", "cwnd", "probabilities"}
+    assert plots == {"goodput", "sojourn_cdf", "cwnd", "probabilities", "rtt_time", "queue_delay", "rtt_cdf", "rtt_box"}
     report = (out / "report.html").read_text()
     assert report.count("data:image/png;base64,") == len(plots) and "Jain" in report
     assert 'name = "dumbbell"' in html.unescape(report)
@@ -262,6 +262,7 @@ def test_parquet_tables_equal_the_result_tables(tmp_path: Path) -> None:
 
     tree = to_dict(EXAMPLES / "web-workload.toml")  # finite flows: null size_bytes / fct_ns for the others
     tree["metrics"] = {"sojourn_samples_every": 20}
+    tree["flows"].append({"cc": "probe", "rtt": "40ms"})  # a latency probe: rows in probe_rtt
     r = aqmlab.run(tree)
     r.save(tmp_path / "o", plots=False, report=False)
     back = Result.load(tmp_path / "o")

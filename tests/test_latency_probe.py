@@ -104,3 +104,28 @@ def test_same_seed_same_probe_samples() -> None:
     s = _scenario([{"cc": "cubic", "rtt": "20ms"}, {"cc": "probe", "rtt": "20ms", "ecn": "l4s"}])
     a, b = aqmlab.run(s), aqmlab.run(s)
     assert a.probe_rtt.equals(b.probe_rtt)
+
+
+def test_a_reproduction_shows_probe_views_without_changing_its_judged_runs(tmp_path) -> None:
+    """Experiment.probe_views: the named case runs once more with two probes
+    (ECT(1), Not-ECT); the judged runs and verdicts are those without."""
+    from aqmlab.reproduce.framework import reproduce
+    from tests.test_reproduce import Toy
+
+    class ToyWithProbes(Toy):
+        def probe_views(self, quick: bool) -> list[str]:
+            return ["fifo"]
+
+    plain = reproduce(Toy(), quick=True, out=tmp_path / "a", jobs=1, cache_dir=None)
+    probed = reproduce(ToyWithProbes(), quick=True, out=tmp_path / "b", jobs=1, cache_dir=None)
+    assert [j.as_dict() for j in probed.judgements] == [j.as_dict() for j in plain.judgements]
+    view = probed.runs.probe_views["fifo"]
+    st = {f["label"]: f["probe_rtt_ms"] for f in view.summary["flows"] if f["cc"] == "probe"}
+    assert set(st) == {"probe-l4s", "probe-classic"}
+    # Through the FIFO both classes see the same queue: base 10 ms + queueing, alike within 1 ms at the median.
+    assert st["probe-l4s"]["p50"] == pytest.approx(st["probe-classic"]["p50"], abs=1.0)
+    assert st["probe-l4s"]["min"] >= 10.0
+    report = (tmp_path / "b" / "report.html").read_text()
+    assert "Latency under load (probes added; shown, not judged)" in report
+    assert (tmp_path / "b" / "cases" / "fifo-probes" / "report.html").exists()
+    assert "Latency under load" not in (tmp_path / "a" / "report.html").read_text()

@@ -17,6 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("aqmlab._io", "aqmlab.htmlpage"),  # bounded reads and atomic writes; the HTML pages' shared frame
     ("aqmlab.scenario",),  # scenario files, validation through the engine, atomic writes
     ("aqmlab.resources",),  # the resource guard
+    ("aqmlab.latency",),  # latency views of one run: their data and figures (registered in aqmlab.plots)
     ("aqmlab.plots", "aqmlab.report"),  # figures and the HTML page of one run (a Result named in annotations only)
     ("aqmlab.results",),  # one run's results; Result.plot and save draw through plots and report
     ("aqmlab.windows",),  # per-window statistics of one run
@@ -24,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("aqmlab.runner",),  # points, the content-hash cache, the local and dask backends
     ("aqmlab.tables",),  # runs/flows tables and statistics over replications
     ("aqmlab.sweep",),  # sweep files and grids, SweepResult, the sweep function
-    ("aqmlab.bench", "aqmlab.reproduce", "aqmlab.validation"),  # library commands
+    ("aqmlab.bench", "aqmlab.reproduce", "aqmlab.validation", "aqmlab.export"),  # library commands
     ("aqmlab.validation.command", "aqmlab.reproduce.docgen", "aqmlab.validation.docgen"),  # commands' parts, doc tools
     ("aqmlab.cli",),  # the command line: main and the parser, cli.common, one module per command
     ("aqmlab.__main__", "aqmlab._docgen"),  # entry points above it

@@ -123,11 +123,34 @@ def probe_summary(r: Result) -> pd.DataFrame:
 
 
 # -- plots -------------------------------------------------------------------------
+# Below aqmlab.plots in the layer order (tests/test_layers.py), so the three
+# small figure helpers are this module's own, alike to plots'.
+
+
+def _fig(ax: Any = None) -> tuple[Figure, Any]:
+    """A new one-panel figure in the size of aqmlab.plots', or the caller's axes."""
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        return ax.figure, [ax]
+    fig, axs = plt.subplots(1, 1, figsize=(8, 3.6), squeeze=False, layout="constrained")
+    return fig, axs[:, 0]
+
+
+def _palette(n: int) -> list[Any]:
+    """Distinct colours for n lines (tab10, tab20 beyond 10)."""
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return [cmap(i % cmap.N) for i in range(max(n, 1))]
+
+
+def _title(r: Result, what: str) -> str:
+    name = r.summary.get("scenario", {}).get("name") or ""
+    return f"{what} — {name}" if name else what
 
 
 def _style(ax: Any, r: Result, title: str, xlabel: str, ylabel: str) -> None:
-    from aqmlab.plots import _title
-
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(_title(r, title))
@@ -140,8 +163,6 @@ def rtt_time(r: Result, ax: Any = None) -> Figure | None:
     """RTT over time: each TCP flow's smoothed RTT per interval (lines) and
     each latency probe's replies (dots); the mean per group when there are
     more than :data:`MAX_LINES` flows."""
-    from aqmlab.plots import _fig, _palette
-
     s = rtt_series(r)
     if s.empty:
         return None
@@ -170,8 +191,6 @@ def rtt_time(r: Result, ax: Any = None) -> Figure | None:
 def queue_delay(r: Result, ax: Any = None) -> Figure | None:
     """Queue delay over time per queue and sub-queue: the mean sojourn of
     the packets that left in each interval (line) and the largest (thin)."""
-    from aqmlab.plots import _fig, _palette
-
     q = queue_delay_series(r)
     if q.empty:
         return None
@@ -188,8 +207,6 @@ def queue_delay(r: Result, ax: Any = None) -> Figure | None:
 def rtt_cdf(r: Result, ax: Any = None) -> Figure | None:
     """CDF of the RTT samples in the measurement window, per flow (per
     group beyond :data:`MAX_LINES` flows)."""
-    from aqmlab.plots import _fig, _palette
-
     per_flow = rtt_samples(r, "flow")
     d = per_flow if len(per_flow) <= MAX_LINES else rtt_samples(r, "label")
     d = {k: v for k, v in d.items() if len(v)}
@@ -206,8 +223,6 @@ def rtt_cdf(r: Result, ax: Any = None) -> Figure | None:
 def rtt_box(r: Result, ax: Any = None) -> Figure | None:
     """RTT distribution per flow group (label): box = quartiles, whiskers =
     5th and 95th percentiles, median line."""
-    from aqmlab.plots import _fig
-
     d = {k: v for k, v in rtt_samples(r, "label").items() if len(v)}
     if not d:
         return None
