@@ -113,7 +113,7 @@ def test_documented_defaults_are_the_engines() -> None:
 
 
 def test_every_scenario_field_is_documented() -> None:
-    for cls in (sc.Scenario, sc.Bottleneck, sc.Reverse, sc.Link, sc.FlowGroup, sc.Workload, sc.SizeDist, sc.Tcp, sc.Metrics,
+    for cls in (sc.Scenario, sc.Bottleneck, sc.Reverse, sc.Link, sc.FlowGroup, sc.Workload, sc.SizeDist, sc.Tcp, sc.Metrics, sc.Pcap,
                 sc.Engine):  # fmt: skip
         for f in dataclasses.fields(cls):
             if f.name == "extra":

@@ -56,6 +56,7 @@ __all__ = [
     "SizeDist",
     "Tcp",
     "Metrics",
+    "Pcap",
     "Engine",
     "ScenarioError",
     "ScenarioLike",
@@ -363,8 +364,19 @@ class Tcp(_Node):
 
 
 @dataclass(kw_only=True)
+class Pcap(_Node):
+    """``[metrics.pcap]``: capture one queue's packets (docs/results.md#pcap-export)."""
+
+    queue: str | None = None
+    direction: str | None = None
+    max_packets: int | None = None
+
+
+@dataclass(kw_only=True)
 class Metrics(_Node):
     """``[metrics]``: which collectors run."""
+
+    _children: ClassVar[dict[str, tuple[type[_Node], bool]]] = {"pcap": (Pcap, False)}
 
     interval: str | None = None
     timeseries: bool | None = None
@@ -372,7 +384,7 @@ class Metrics(_Node):
     sojourn_samples_every: int | None = None
     rtt_histogram: bool | None = None
     goodput_interval: str | None = None
-    pcap: Params | None = None
+    pcap: Pcap | None = None
 
 
 @dataclass(kw_only=True)

@@ -34,6 +34,7 @@ pub fn key_tables() -> Vec<(&'static str, &'static [&'static str])> {
         ("workloads[].size", keys::<SizeDist>()),
         ("tcp", keys::<TcpConfig>()),
         ("metrics", keys::<MetricsConfig>()),
+        ("metrics.pcap", keys::<PcapSpec>()),
         ("engine", keys::<EngineConfig>()),
     ]
 }
