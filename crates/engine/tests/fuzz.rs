@@ -267,6 +267,8 @@ fn flow_group(ccs: &[String]) -> impl Strategy<Value = Value> {
             let mut g = json!({"cc": cc, "count": count, "rtt": ms(rtt), "start": ms(start), "start_jitter": ms(jitter)});
             if cc == "udp" || cc == "qcn" {
                 g["rate"] = json!(format!("{rate}Mbps"));
+            } else if cc == "probe" {
+                // A latency probe paces itself (params.interval): neither rate nor size.
             } else if let Some(b) = size {
                 g["size"] = json!(format!("{b}B"));
             }
