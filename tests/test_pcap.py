@@ -182,3 +182,16 @@ def test_tshark_reads_the_dualpi2_capture_with_its_ecn_fields(tmp_path) -> None:
         assert int(ln) == ip.len
     ecns = Counter(int(row[2]) for row in rows)
     assert ecns[1] > 0 and ecns[2] > 0  # ECT(1) from Prague, ECT(0) from classic CUBIC
+
+
+def test_fat_tree_port_capture_and_a_bad_port_name() -> None:
+    """A fat tree names its ports as the world builds them: the capture of a
+    host's NIC holds that host's packets; a wrong name is one line."""
+    base = {"duration": "200ms",
+            "topology": {"fat_tree": {"k": 4, "rate": "1Gbps", "delay": "1us", "buffer": "100pkt"}},
+            "flows": [{"cc": "dctcp", "src": "h0", "dst": "h5"}, {"cc": "dctcp", "src": "h1", "dst": "h9"}]}  # fmt: skip
+    r = aqmlab.run({**base, "metrics": {"pcap": {"queue": "h0->e0.0", "max_packets": 500}}})
+    pk = _packets(r.files["capture.pcap"])
+    assert len(pk) == 500 and {tuple(ip.src) for _, ip, _ in pk} == {(10, 1, 0, 0)}  # only flow 0's sender
+    with pytest.raises(aqmlab.ScenarioError, match=r"^metrics\.pcap\.queue: no queue 'h0->e9' \(queues are named"):
+        aqmlab.run({**base, "metrics": {"pcap": {"queue": "h0->e9"}}})

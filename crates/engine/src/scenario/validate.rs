@@ -380,10 +380,12 @@ impl Scenario {
             w.size.check(&format!("{p}.size"))?;
         }
         if let Some(pc) = &self.metrics.pcap {
-            let names = self.queue_names();
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            if !names.contains(&pc.queue.as_str()) {
-                return Err(format!("metrics.pcap.queue: {}", unknown_choice("queue", &pc.queue, &names)));
+            // A fat tree's queue names are the world's (checked when it is built).
+            if let Some(names) = self.queue_names() {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                if !names.contains(&pc.queue.as_str()) {
+                    return Err(format!("metrics.pcap.queue: {}", unknown_choice("queue", &pc.queue, &names)));
+                }
             }
             if !["dequeue", "enqueue"].contains(&pc.direction.as_str()) {
                 return Err(format!("metrics.pcap.direction: {}", unknown_choice("direction", &pc.direction, &["dequeue", "enqueue"])));
@@ -395,9 +397,11 @@ impl Scenario {
         Ok(())
     }
 
-    /// Names of the queues the summary reports (`queues[].name`).
-    pub fn queue_names(&self) -> Vec<String> {
-        match (&self.bottleneck, &self.topology) {
+    /// Names of the queues the summary reports (`queues[].name`); None for
+    /// a fat tree (`world/fat_tree.rs` names its 6N links).
+    pub fn queue_names(&self) -> Option<Vec<String>> {
+        Some(match (&self.bottleneck, &self.topology) {
+            (_, Some(t)) if t.fat_tree.is_some() => return None,
             (Some(b), _) => {
                 let mut v = vec!["bottleneck".to_string()];
                 if b.reverse.is_some() {
@@ -417,7 +421,7 @@ impl Scenario {
                 v
             }
             (None, None) => vec![],
-        }
+        })
     }
 
     /// The normalised scenario as JSON (all defaults filled in).

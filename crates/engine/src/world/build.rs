@@ -53,8 +53,11 @@ impl World {
             wall_s: 0.0,
         };
         if let Some(pc) = &s.metrics.pcap {
-            let link = w.links.iter_mut().find(|l| l.report && l.name == pc.queue);
-            let q = link.and_then(|l| l.queue.as_mut()).ok_or_else(|| format!("metrics.pcap.queue: no queue '{}'", pc.queue))?;
+            let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {
+                let some: Vec<&str> = w.links.iter().filter(|l| l.report).take(3).map(|l| l.name.as_str()).collect();
+                return Err(format!("metrics.pcap.queue: no queue '{}' (queues are named as in the summary, e.g. {})", pc.queue, some.join(", ")));
+            };
+            let q = w.links[i].queue.as_mut().expect("a queue link");
             q.capture = Some(Box::new(PcapRecorder::new(pc.direction == "enqueue", pc.max_packets)));
         }
         // Exact room for the long-lived flows: growing by doubling would hold
