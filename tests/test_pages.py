@@ -36,6 +36,12 @@ def test_data_links_list_existing_files_with_relative_quoted_hrefs(tmp_path: Pat
     (tmp_path / "report.html").write_text("")  # not data
     files = data_files_in(tmp_path, "tables")
     assert [p.name for p in files] == ["odd name #1 <x>.csv", "summary.json", "t.md"]
+    # A capture and a Flent export are data too (aqmlab.capture, aqmlab.export).
+    (tmp_path / "capture.pcap").write_bytes(b"")
+    (tmp_path / "run.flent.gz").write_bytes(b"")
+    assert {"capture.pcap", "run.flent.gz"} <= {p.name for p in data_files_in(tmp_path)}
+    for extra in ("capture.pcap", "run.flent.gz"):
+        (tmp_path / extra).unlink()
     html = data_links(tmp_path, [*files, tmp_path / "missing.parquet"])
     hrefs = re.findall(r'href="([^"]+)"', html)
     assert [unquote(h.replace("&amp;", "&")) for h in hrefs] == ["odd name #1 <x>.csv", "summary.json", "tables/t.md"]

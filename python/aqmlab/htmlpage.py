@@ -46,7 +46,7 @@ table{font-size:.8rem}th,td{padding:.2rem .35rem}}
 """
 
 #: Files a page links to as its data: tables, summaries, scenarios, notes.
-DATA_SUFFIXES = (".json", ".parquet", ".csv", ".toml", ".md")
+DATA_SUFFIXES = (".json", ".parquet", ".csv", ".toml", ".md", ".pcap", ".gz")  # .gz: Flent's .flent.gz
 
 
 def fmt(v: Any, digits: int = 3) -> str:
