@@ -483,25 +483,33 @@ impl World {
             return self.on_incast(wi);
         }
         let now = self.now_ns;
-        let g = &mut self.workloads[wi];
-        let size = g.size.sample(&mut g.rng);
-        let info = FlowInfo {
-            group: (self.scenario.flows.len() + g.index) as u32,
-            label: g.label.clone(),
-            cc: g.cc_name.clone(),
-            ecn: g.ecn,
-            base_rtt_ns: 0,
-            start_ns: now,
-            stop_ns: None,
-            size_bytes: Some(size),
-            from_workload: true,
-        };
+        let info = self.next_workload_flow(wi);
+        let g = &self.workloads[wi];
         let (attach, params) = (g.attach.clone(), g.params.clone());
         // Validated at parse time; a failure here would be an engine bug.
         self.add_flow(info, &attach, &params, None).expect("workload flow builds");
         let next = now + self.next_gap(wi);
         if next < self.workloads[wi].stop_ns {
             self.events.schedule(next, Event::WorkloadArrival(wi as u32));
+        }
+    }
+
+    /// The next flow of workload `wi`, starting now: its size is drawn from
+    /// the workload's own stream (one draw per flow, in arrival order).
+    fn next_workload_flow(&mut self, wi: usize) -> FlowInfo {
+        let group = (self.scenario.flows.len() + self.workloads[wi].index) as u32;
+        let g = &mut self.workloads[wi];
+        let size = g.size.sample(&mut g.rng);
+        FlowInfo {
+            group,
+            label: g.label.clone(),
+            cc: g.cc_name.clone(),
+            ecn: g.ecn,
+            base_rtt_ns: 0,
+            start_ns: self.now_ns,
+            stop_ns: None,
+            size_bytes: Some(size),
+            from_workload: true,
         }
     }
 
@@ -515,20 +523,8 @@ impl World {
         let dst = inc.dst.unwrap_or_else(|| g.rng.below(inc.hosts as u64) as u32);
         let senders = super::fat_tree::pick_senders(inc.hosts, inc.senders, dst, &mut g.rng);
         for src in senders {
-            let g = &mut self.workloads[wi];
-            let size = g.size.sample(&mut g.rng);
-            let info = FlowInfo {
-                group: (self.scenario.flows.len() + g.index) as u32,
-                label: g.label.clone(),
-                cc: g.cc_name.clone(),
-                ecn: g.ecn,
-                base_rtt_ns: 0,
-                start_ns: now,
-                stop_ns: None,
-                size_bytes: Some(size),
-                from_workload: true,
-            };
-            let params = g.params.clone();
+            let info = self.next_workload_flow(wi);
+            let params = self.workloads[wi].params.clone();
             self.add_flow(info, &Attach::Hosts { src, dst }, &params, None).expect("incast flow builds");
         }
         let next = now + inc.every_ns;
