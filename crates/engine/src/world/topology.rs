@@ -207,15 +207,7 @@ impl Topology {
     pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
         match (&self.shape, attach) {
             (Shape::FatTree(t), Attach::Hosts { src, dst }) => {
-                let fwd = t.path(flow, *src, *dst);
-                let rev = t.path(flow, *dst, *src);
-                let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
-                let base = delay(&fwd) + delay(&rev);
-                Ok(FlowPaths {
-                    fwd: fwd.into_iter().map(Hop::Link).collect(),
-                    rev: rev.into_iter().map(Hop::Link).collect(),
-                    base_rtt_ns: base,
-                })
+                Ok(link_paths(t.path(flow, *src, *dst), t.path(flow, *dst, *src), links))
             }
             (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
                 // rtt = 2·(sender access + bottleneck + receiver access).
@@ -245,13 +237,7 @@ impl Topology {
                 let fwd = shortest_path(adj, s, d).ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
                 let rev = shortest_path(adj, d, s)
                     .ok_or_else(|| format!("no route back from '{dst}' to '{src}' (make a link duplex)"))?;
-                let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
-                let base = delay(&fwd) + delay(&rev);
-                Ok(FlowPaths {
-                    fwd: fwd.into_iter().map(Hop::Link).collect(),
-                    rev: rev.into_iter().map(Hop::Link).collect(),
-                    base_rtt_ns: base,
-                })
+                Ok(link_paths(fwd, rev, links))
             }
             _ => Err("flow attachment does not match the topology".into()),
         }
@@ -287,4 +273,12 @@ fn shortest_path(adj: &[Vec<(u32, usize)>], src: usize, dst: usize) -> Option<Ve
         }
     }
     None
+}
+
+/// A flow's paths over links only (fat tree, graph): the hops, and the base
+/// RTT as the links' propagation delays there and back.
+fn link_paths(fwd: Vec<u32>, rev: Vec<u32>, links: &[Link]) -> FlowPaths {
+    let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
+    let base_rtt_ns = delay(&fwd) + delay(&rev);
+    FlowPaths { fwd: fwd.into_iter().map(Hop::Link).collect(), rev: rev.into_iter().map(Hop::Link).collect(), base_rtt_ns }
 }
