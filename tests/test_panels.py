@@ -84,7 +84,7 @@ def test_dualq_ratio_grid_panels_are_the_per_case_numbers_on_shared_axes() -> No
 
 
 def test_aqm_kids_targets_by_loads_grid_draws_the_per_case_rtt() -> None:
-    from aqmlab.reproduce.aqm_kids import AQMS
+    from aqmlab.reproduce.aqm_kids import AQMS, ROW_ORDER
 
     exp = EXPERIMENTS["aqm-kids"]
     cases = exp.cases(True)
@@ -93,7 +93,7 @@ def test_aqm_kids_targets_by_loads_grid_draws_the_per_case_rtt() -> None:
         t = c.tags
         if "rtt_ms" not in t:
             continue
-        med = 3.0 * t["target_ms"] ** 0.5 + t["flows"] / 8 + (*AQMS, "fq_codel").index(t["aqm"])
+        med = 3.0 * t["target_ms"] ** 0.5 + t["flows"] / 8 + ROW_ORDER.index(t["aqm"])
         truth[(t["aqm"], t["target_ms"], t["flows"], t["rtt_ms"], t["ecn"])] = t["rtt_ms"] + med
         by_label[c.label] = [{"queues": [{"name": "bottleneck", "sojourn_ms": {"p10": med / 2, "p50": med, "p90": 2 * med}}],
                               "flows": [{"rtt_ms": t["rtt_ms"]}]}]  # fmt: skip

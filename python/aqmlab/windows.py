@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["Window", "window_stats", "result_window_stats"]
+__all__ = ["Window", "window_stats", "result_window_stats", "binned_goodput_mbps"]
 
 #: (name, start_s, end_s)
 Window = tuple[str, float, float]
@@ -44,6 +44,19 @@ def _percentile(xs: Any, q: float) -> float:
     import numpy as np
 
     return float(np.percentile(xs, q, method="linear"))
+
+
+def binned_goodput_mbps(t_s: Any, delivered_bytes: Any, bin_s: float) -> tuple[Any, Any]:
+    """A flow's goodput in consecutive bins of ``bin_s`` from its cumulative
+    in-order delivered bytes sampled at ``t_s`` (zero before the first
+    sample): (bin end times in s, Mbit/s per bin), up to the last sample."""
+    import numpy as np
+
+    t = np.asarray(t_s, dtype=float)
+    b = np.asarray(delivered_bytes, dtype=float)
+    ends = np.arange(bin_s, t.max() + 1e-9, bin_s)
+    cum = np.interp(ends, t, b, left=0.0)
+    return ends, np.diff(np.concatenate([[0.0], cum])) * 8 / bin_s / 1e6
 
 
 def _at(t_ns: Any, values: Any, t: int) -> float:

@@ -78,6 +78,8 @@ ARED_ROWS: dict[str, tuple[float, str]] = {"ared": (0.0, "fgs01"), "ared-floor5"
 #: AQM rows. The seed's three first (judged); sensitivity rows after (shown).
 AQMS = ("codel", "pie", "ared", "pie-rfc8033", "ared-floor5", "ared-tc")
 SEED_AQMS = ("codel", "pie", "ared")
+#: Every wired AQM row in table order: the rows above, then FQ-CoDel's (aqm_kids_fq).
+ROW_ORDER = (*AQMS, aqm_kids_fq.AQM)
 
 #: Seed 002 'ECN (cont.)' slide: ARED's p_marking(ECN) / p_drop(no ECN) by flow count.
 SEED_MARK_TO_DROP = {4: 6.62, 16: 3.46, 32: 4.30, 64: 3.87}
@@ -264,7 +266,7 @@ class AqmKids(Experiment):
 
     @staticmethod
     def _aqm(aqm: str, target_ms: int) -> tuple[str, dict[str, Any]]:
-        if aqm in ("codel", "fq_codel"):
+        if aqm in ("codel", aqm_kids_fq.AQM):
             return aqm, {"target": f"{target_ms}ms", "interval": "100ms"}
         if aqm.startswith("pie"):
             return "pie", {**PIE_SETS["rfc8033" if aqm == "pie-rfc8033" else "seed"], "target": f"{target_ms}ms"}
@@ -536,7 +538,7 @@ class AqmKids(Experiment):
         goodput p10/p50/p90 (means over seeds / pooled intervals)."""
         rows = ["| base RTT | flows | target | AQM | ECN | RTT p10 / p50 / p90 (ms) | goodput 5 s p10 / p50 / p90 (Mbit/s) "
                 "| drop % | mark % |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-        order = {a: i for i, a in enumerate((*AQMS, "fq_codel"))}
+        order = {a: i for i, a in enumerate(ROW_ORDER)}
         for c in sorted((c for c in runs.cases if "medium" not in c.tags), key=lambda c: (c.tags["rtt_ms"], c.tags["ecn"], c.tags["flows"], c.tags["target_ms"],
                                                    order[c.tags["aqm"]])):  # fmt: skip
             r = self._rtt_box(runs, c)

@@ -27,6 +27,7 @@ from aqmlab.reproduce.framework import Case, Claim, Runs, queue_of
 
 DOC = "docs/results/aqm-kids.md"
 SRC = "seed 002, 'FQ CoDel: Blending SFQ and AQM' (slide 15: CoDel vs FQ-CoDel, target 5 ms, 4 senders, RTTbase 100 ms)"
+AQM = "fq_codel"
 TARGET_MS = 5
 RTT_MS = 100
 #: 1, 4, 8, 16 flows per sender x 4 senders; quick keeps the extremes.
@@ -45,8 +46,8 @@ def flow_counts(quick: bool) -> tuple[int, ...]:
 def cases(exp: Any, quick: bool) -> list[Case]:
     """FQ-CoDel's cases; CoDel's at the same cells are the experiment's own
     (5 ms, ECN off, 100 ms: its grid has every flow count above)."""
-    return [Case(f"fq_codel/{TARGET_MS}ms/{n}/{RTT_MS}ms/ecn-off", exp.scenario("fq_codel", TARGET_MS, n, RTT_MS, False),
-                 {"aqm": "fq_codel", "target_ms": TARGET_MS, "flows": n, "rtt_ms": RTT_MS, "ecn": False})
+    return [Case(f"{AQM}/{TARGET_MS}ms/{n}/{RTT_MS}ms/ecn-off", exp.scenario(AQM, TARGET_MS, n, RTT_MS, False),
+                 {"aqm": AQM, "target_ms": TARGET_MS, "flows": n, "rtt_ms": RTT_MS, "ecn": False})
             for n in flow_counts(quick)]  # fmt: skip
 
 

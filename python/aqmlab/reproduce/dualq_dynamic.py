@@ -169,9 +169,6 @@ class DualqDynamic(Experiment):
         def ecn_syn_timeouts(s: dict[str, Any]) -> float:
             return float(_by_label(s, "cubic_ecn")["syn_timeouts"])
 
-        def burst_available(s: dict[str, Any]) -> float | None:
-            return burst_share(s)
-
         def pie_median_ms(s: dict[str, Any]) -> float | None:
             return (queue_of(s).get("sojourn_ms") or {}).get("p50")
 
@@ -217,7 +214,7 @@ class DualqDynamic(Experiment):
                             "the target; long-running flows hold a standing queue at the target, so the share is 0 in "
                             f"theory; at most {BURST_SHARE_MAX:.0%} of the 100 ms samples allows for the start of the "
                             f"measured part ({DOC}#pie)"),
-                  per_case(burst_available, aqm="pie"), "of samples"),
+                  per_case(burst_share, aqm="pie"), "of samples"),
             Claim("DualQ: at most 1 % of DCTCP's short flows wait a timeout (SYN or data), per AQM and load",
                   "consistent low latency for DCTCP",
                   Tolerance(Band.at_most(0.01), "theory", f"{SEED}, COMPLETION TIMES DUALQ: 'Consistent low latency "

@@ -49,15 +49,13 @@ BIN_S = 5.0
 def _per_flow_mbps(result: Any) -> dict[int, tuple[str, np.ndarray, np.ndarray]]:
     """Flow id -> (label, bin end times in s, goodput in Mbit/s per BIN_S bin),
     from each flow's cumulative delivered bytes."""
+    from aqmlab.windows import binned_goodput_mbps
+
     ts = result.tables["flow_ts"]
     out = {}
     for fid, g in ts.groupby("flow"):
-        t = g["t_ns"].to_numpy() / 1e9
-        b = g["delivered_bytes"].to_numpy().astype(float)
-        grid = np.arange(BIN_S, t.max() + 1e-9, BIN_S)
-        cum = np.interp(grid, t, b)
-        mbps = np.diff(np.concatenate([[0.0], cum])) * 8 / BIN_S / 1e6
-        out[int(fid)] = (str(g["label"].iloc[0]), grid, mbps)
+        ends, mbps = binned_goodput_mbps(g["t_ns"].to_numpy() / 1e9, g["delivered_bytes"], BIN_S)
+        out[int(fid)] = (str(g["label"].iloc[0]), ends, mbps)
     return out
 
 

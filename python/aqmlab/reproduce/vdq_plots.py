@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from aqmlab.reproduce.framework import Runs
+from aqmlab.windows import binned_goodput_mbps
 
 COLORS = {"vdq_csaqm": "#2a7", "dualpi2": "#c84"}
 CLASS_COLORS = ("#1f77b4", "#d62728")
@@ -23,11 +24,7 @@ def _timeseries(ax: Any, r: Any, exp: Any, phases: list[str], l4s: str) -> None:
         d = ts[ts["label"] == label]
         means: dict[float, list[float]] = {}
         for _, f in d.groupby("flow"):
-            t = f["t_ns"].to_numpy() / 1e9
-            b = f["delivered_bytes"].to_numpy().astype(float)
-            grid = np.arange(step, t.max() + 1e-9, step)
-            cum = np.interp(grid, t, b)
-            g = np.diff(np.concatenate([[np.interp(0.0, t, b)], cum])) * 8 / step / 1e6
+            grid, g = binned_goodput_mbps(f["t_ns"].to_numpy() / 1e9, f["delivered_bytes"], step)
             live = g > 0
             ax.plot(grid[live] - step / 2, g[live], color=color, lw=0.4, alpha=0.35)
             for x, v in zip(grid[live], g[live], strict=True):
