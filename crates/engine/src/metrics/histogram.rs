@@ -14,7 +14,10 @@ const SUB: u64 = 1 << SUB_BITS;
 const EXP_BUCKETS: u32 = 41;
 const NBUCKETS: usize = (SUB as usize) * (EXP_BUCKETS as usize + 1);
 
+/// `repr(C)`, 64 bytes: a queue keeps its first sub-queue's histogram in
+/// one cache line of its hot fields (`net::link::QueueSlot`).
 #[derive(Clone)]
+#[repr(C)]
 pub struct Histogram {
     /// Buckets up to the largest seen so far (a multiple of SUB long).
     counts: Vec<u64>,

@@ -41,61 +41,89 @@ struct Waiting {
     data: bool,
 }
 
+/// A queue, its transmitter's state and its statistics.
+///
+/// The layout is fixed (`repr(C)`) and ordered by how often a field is
+/// touched: a packet's pass through a queue with departure lookahead reads
+/// and writes the first three cache lines (the scalars below, the first
+/// sub-queue's histogram), the discipline's first line and the first
+/// sub-queue's counters, and nothing else. A fat tree holds thousands of
+/// queues and consecutive hops touch unrelated ones, so each of those lines
+/// is a cache miss; kept together they are few (docs/performance.md).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct QueueSlot {
-    pub qdisc: AnyQdisc,
-    pub aqm_name: String,
-    rng: SimRng,
-    pub counters: [SubqueueCounters; MAX_SUBQUEUES],
-    /// Counters at the end of warm-up (summary statistics exclude warm-up).
-    pub counters_at_warmup: [SubqueueCounters; MAX_SUBQUEUES],
-    in_tx: Option<Packet>,
-    /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
-    tx_carry: u64,
-    /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
-    /// saves a division per packet when sizes repeat.
-    tx_cache: (u32, u64, u64, u64),
-    pub busy_ns: u64,
-    pub busy_ns_at_warmup: u64,
-    /// Data-direction packets sent (the benchmark's "bottleneck packets").
-    pub data_departed: u64,
-    pub hist: Vec<Histogram>,
-    sample_every: u32,
-    sample_countdown: u32,
-    pub samples: Vec<SojournSample>,
-    /// Largest sojourn per sub-queue since the last time-series sample
-    /// (`World::on_sample` reads and clears it).
-    pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
-    /// Packet capture (`[metrics] pcap`) of this queue; None: off.
-    pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
-    /// Time of the pending qdisc timer event, if any.
+    // --- first 128 bytes: every packet ---
+    /// Time of the pending qdisc timer event, if any. First: its tag's spare
+    /// values are where `Option<QueueSlot>` keeps its own, which every
+    /// packet reads.
     pub timer_at: Option<u64>,
-    /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
-    /// waiting for the world to route them; empty (never allocated) for
-    /// disciplines that send none.
-    pub(crate) feedback: Vec<Packet>,
     /// Departure lookahead is on (see the module docs).
     departure_lookahead: bool,
-    /// Departure lookahead: accepted packets not yet started, oldest first.
-    waiting: VecDeque<Waiting>,
-    waiting_bytes: u64,
+    /// Sub-queues with a histogram (0: histograms off).
+    hist_subqueues: u8,
+    sample_every: u32,
+    sample_countdown: u32,
     /// Start of the oldest waiting packet (u64::MAX if none): most arrivals
     /// find nothing started and test this field, not the ring's front.
     next_start_ns: u64,
     /// Departure lookahead: when the transmitter finishes the last accepted packet.
     free_at_ns: u64,
+    waiting_bytes: u64,
+    /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
+    tx_carry: u64,
+    /// Departure lookahead: accepted packets not yet started, oldest first.
+    waiting: VecDeque<Waiting>,
+    /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
+    /// saves a division per packet when sizes repeat.
+    tx_cache: (u32, u64, u64, u64),
+    // --- the first sub-queue's sojourn histogram (one line) ---
+    hist0: Histogram,
+    // --- the fourth line ---
+    pub busy_ns: u64,
+    /// Data-direction packets sent (the benchmark's "bottleneck packets").
+    pub data_departed: u64,
+    /// Largest sojourn per sub-queue since the last time-series sample
+    /// (`World::on_sample` reads and clears it).
+    pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
+    /// Packet capture (`[metrics] pcap`) of this queue; None: off.
+    pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
+    /// (Cold, here to start `counters` on a cache line.)
+    pub busy_ns_at_warmup: u64,
+    // --- the first sub-queue's counters (two lines), then the discipline ---
+    pub counters: [SubqueueCounters; MAX_SUBQUEUES],
+    pub qdisc: AnyQdisc,
+    // --- rarely touched ---
+    /// Histograms of the sub-queues after the first.
+    hist_rest: [Histogram; MAX_SUBQUEUES - 1],
+    /// Counters at the end of warm-up (summary statistics exclude warm-up).
+    pub counters_at_warmup: [SubqueueCounters; MAX_SUBQUEUES],
+    in_tx: Option<Packet>,
+    rng: SimRng,
+    pub samples: Vec<SojournSample>,
+    /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
+    /// waiting for the world to route them; empty (never allocated) for
+    /// disciplines that send none.
+    pub(crate) feedback: Vec<Packet>,
+    pub aqm_name: String,
 }
 
+/// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record,
+/// and the rate and medium, read with them on every packet, follow them.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Link {
-    pub name: String,
+    pub queue: Option<QueueSlot>,
     /// 0: pure delay (no transmitter, no queue).
     pub rate_bps: u64,
+    /// The shared medium (`net::medium`) this link sends on, if any: its
+    /// transmissions are started by the medium, never by the link alone.
+    pub medium: Option<u32>,
+    pub name: String,
     pub delay_ns: u64,
     pub loss: f64,
     pub mark: f64,
     rng: SimRng,
-    pub queue: Option<QueueSlot>,
     /// Listed in the summary's queue table.
     pub report: bool,
     /// Counted in perf.bottleneck_packets.
@@ -103,9 +131,6 @@ pub struct Link {
     /// Packets lost or marked at random on a pure-delay link.
     pub random_drops: u64,
     pub random_marks: u64,
-    /// The shared medium (`net::medium`) this link sends on, if any: its
-    /// transmissions are started by the medium, never by the link alone.
-    pub medium: Option<u32>,
 }
 
 impl Link {
@@ -127,7 +152,9 @@ impl Link {
             busy_ns: 0,
             busy_ns_at_warmup: 0,
             data_departed: 0,
-            hist: if histograms { vec![Histogram::new(); nsub] } else { vec![] },
+            hist_subqueues: if histograms { nsub as u8 } else { 0 },
+            hist0: Histogram::new(),
+            hist_rest: Default::default(),
             sample_every,
             sample_countdown: sample_every,
             samples: vec![],
@@ -262,8 +289,11 @@ impl QueueSlot {
         let sojourn = w.start_ns - w.enq_ns;
         c.sojourn_sum_ns += sojourn;
         self.sojourn_max_ns[sub] = self.sojourn_max_ns[sub].max(sojourn);
-        if let Some(h) = self.hist.get_mut(sub) {
-            h.record(sojourn);
+        if sub < self.hist_subqueues as usize {
+            match sub {
+                0 => self.hist0.record(sojourn),
+                _ => self.hist_rest[sub - 1].record(sojourn),
+            }
         }
         if self.sample_every > 0 {
             self.sample_countdown -= 1;
@@ -294,7 +324,9 @@ impl QueueSlot {
     ) -> Option<u64> {
         debug_assert!(self.departure_lookahead);
         self.start_due(now_ns);
-        pkt.enq_ns = now_ns;
+        // `pkt.enq_ns` is not set: the packet leaves at once, and the line it
+        // enters stamps its own time there (a store here would stall that
+        // copy, see `World::enter_line`); the waiting record keeps `now_ns`.
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
             cap.record(now_ns, pkt);
         }
@@ -425,7 +457,15 @@ impl QueueSlot {
     pub fn end_warmup(&mut self) {
         self.counters_at_warmup = self.counters.clone();
         self.busy_ns_at_warmup = self.busy_ns;
-        self.hist.iter_mut().for_each(Histogram::reset);
+        self.hist0.reset();
+        self.hist_rest.iter_mut().for_each(Histogram::reset);
+    }
+
+    /// The sojourn histograms, one per sub-queue (empty when not recorded),
+    /// leaving empty ones behind.
+    pub fn take_histograms(&mut self) -> Vec<Histogram> {
+        let n = self.hist_subqueues as usize;
+        std::iter::once(&mut self.hist0).chain(&mut self.hist_rest).take(n).map(std::mem::take).collect()
     }
 }
 
@@ -441,6 +481,21 @@ mod tests {
         let rng = || SimRng::derive(1, Domain::Queue, 0);
         let q = AnyQdisc::Fifo(Fifo::new(FifoConfig {}, &env(10_000_000, limit_pkts)).unwrap());
         Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(q, "fifo".into(), rng(), true, 0)
+    }
+
+    /// The layout `QueueSlot` documents: what a packet touches lies in the
+    /// first three cache lines (plus the discipline and the first counters).
+    #[test]
+    fn the_hot_fields_share_the_first_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        assert_eq!(offset_of!(Link, queue), 0);
+        assert_eq!(offset_of!(QueueSlot, timer_at), 0);
+        assert!(offset_of!(QueueSlot, tx_cache) + size_of::<(u32, u64, u64, u64)>() <= 128);
+        assert_eq!(offset_of!(QueueSlot, hist0), 128);
+        assert_eq!(size_of::<Histogram>(), 64);
+        assert!(offset_of!(QueueSlot, capture) < 256);
+        assert_eq!(offset_of!(QueueSlot, counters), 256);
+        assert!(offset_of!(QueueSlot, counters) + size_of::<SubqueueCounters>() <= 384);
     }
 
     #[test]

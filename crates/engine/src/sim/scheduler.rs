@@ -88,6 +88,13 @@ impl Entry {
     fn before(&self, other: &Entry) -> bool {
         self.time_ns < other.time_ns || (self.time_ns == other.time_ns && self.rest < other.rest)
     }
+
+    /// The order as one number: `a.key() < b.key()` iff `a.before(b)`. One
+    /// 128-bit comparison sets a flag without a branch (see `sift_down_from_root`).
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        (u128::from(self.time_ns) << 64) | u128::from(self.rest)
+    }
 }
 
 /// Children per node: a 4-ary heap halves the depth of a binary heap and
@@ -163,30 +170,40 @@ impl Heap {
         self.v.len() - usize::from(self.hole)
     }
 
-    /// Put `e` at the root and sift it down. Children are taken as one
-    /// sub-slice per level (one bounds check, not one per child).
+    /// Put `e` at the root and sift it down.
+    ///
+    /// Which of four children is least is a coin flip, so a branch per
+    /// comparison would mispredict about half the time (in a fat tree, with
+    /// hundreds of pending line events, that was half of all mispredicted
+    /// branches, docs/performance.md). A full set of children is therefore
+    /// reduced without branches: two pairs, then their winners, each
+    /// comparison turned into an index. Keys are unique, so the order of the
+    /// comparisons cannot change which child wins.
     #[inline]
     fn sift_down_from_root(&mut self, e: Entry) {
         let v = &mut self.v[..];
         let n = v.len();
+        let key = e.key();
         let mut i = 0;
         loop {
             let first = i * ARITY + 1;
-            if first >= n {
+            let best = if first + ARITY <= n {
+                let a = first + usize::from(v[first + 1].key() < v[first].key());
+                let b = first + 2 + usize::from(v[first + 3].key() < v[first + 2].key());
+                let b_wins = v[b].key() < v[a].key();
+                // Arithmetic select: a `cmov`, never a branch.
+                a ^ ((a ^ b) & usize::from(b_wins).wrapping_neg())
+            } else if first < n {
+                // The last, partial set of children.
+                (first + 1..n).fold(first, |best, j| if v[j].key() < v[best].key() { j } else { best })
+            } else {
+                break;
+            };
+            if v[best].key() >= key {
                 break;
             }
-            let kids = &v[first..(first + ARITY).min(n)];
-            let (mut best, mut best_e) = (0, kids[0]);
-            for (j, c) in kids.iter().enumerate().skip(1) {
-                if c.before(&best_e) {
-                    (best, best_e) = (j, *c);
-                }
-            }
-            if !best_e.before(&e) {
-                break;
-            }
-            v[i] = best_e;
-            i = first + best;
+            v[i] = v[best];
+            i = best;
         }
         v[i] = e;
     }

@@ -186,15 +186,15 @@ impl World {
         match self.routes.stage(pkt.route, pkt.hop) {
             None => self.deliver(pkt),
             Some(Stage::Queue(l)) => {
-                pkt.hop += 1;
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
                 if q.departs_on_arrival() {
                     if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
-                        self.forward_ahead(pkt, leaves_ns);
+                        self.forward_ahead(pkt, pkt.hop + 1, leaves_ns);
                     }
                     return;
                 }
+                pkt.hop += 1;
                 if let Some(m) = link.medium {
                     return self.medium_arrive(l as usize, m, *pkt);
                 }
@@ -207,39 +207,49 @@ impl World {
                     self.send_feedback(l as usize);
                 }
             }
-            Some(line) => self.enter_line(pkt, line, now),
+            Some(line) => self.enter_line(pkt, line, pkt.hop, now),
         }
     }
 
     /// A packet that leaves a queue with departure lookahead at `leaves_ns`
-    /// (now or later) enters the line that follows the queue (see
-    /// `route::compile`) as if it left then.
+    /// (now or later) enters the line at stage `hop`, the one that follows
+    /// the queue (see `route::compile`), as if it left then.
     #[inline]
-    pub(super) fn forward_ahead(&mut self, pkt: &mut Packet, leaves_ns: u64) {
+    pub(super) fn forward_ahead(&mut self, pkt: &mut Packet, hop: u8, leaves_ns: u64) {
         if leaves_ns > self.end_ns {
             return; // still on the wire at the end, as its departure event would not run
         }
-        match self.routes.stage(pkt.route, pkt.hop) {
-            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => self.enter_line(pkt, line, leaves_ns),
+        match self.routes.stage(pkt.route, hop) {
+            Some(line @ (Stage::Line(_) | Stage::SinkLine(_))) => self.enter_line(pkt, line, hop, leaves_ns),
             other => unreachable!("a line follows every queue with departure lookahead, found {other:?}"),
         }
     }
 
     /// Put a packet that leaves its previous stage at `leaves_ns` (now, or
-    /// later under departure lookahead) on the line stage `line`.
+    /// later under departure lookahead) on the line stage `line`, stage `hop`
+    /// of its route.
+    ///
+    /// The packet's own `hop` is not written on the way into a line: the
+    /// line stamps the next hop into its copy. A narrow store into the packet
+    /// just before that copy would stall it until the store commits (see
+    /// `DelayLine::push`), and in a fat tree every hop makes that copy.
     #[inline(always)]
-    pub(super) fn enter_line(&mut self, pkt: &mut Packet, line: Stage, leaves_ns: u64) {
+    pub(super) fn enter_line(&mut self, pkt: &mut Packet, line: Stage, hop: u8, leaves_ns: u64) {
         let (Stage::Line(d) | Stage::SinkLine(d)) = line else {
             unreachable!("{line:?} is not a line");
         };
-        pkt.hop += 1;
-        if !self.random_losses(d as usize, pkt) {
-            return;
+        let next_hop = hop + 1;
+        if !self.lines[d as usize].lossy_links.is_empty() {
+            pkt.hop = next_hop;
+            if !self.random_losses_slow(d as usize, pkt) {
+                return;
+            }
         }
         if let Stage::SinkLine(_) = line {
+            pkt.hop = next_hop;
             let arrival = leaves_ns + self.lines[d as usize].delay_ns;
             self.deliver_to_sink(pkt, arrival);
-        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt, pkt.route, pkt.hop) {
+        } else if let Some(at) = self.lines[d as usize].push(leaves_ns, pkt, pkt.route, next_hop) {
             self.events.schedule(at, Event::LineArrival(d));
         }
     }
@@ -256,11 +266,6 @@ impl World {
     }
 
     /// Random loss and marking of rate-less links merged into line `d`.
-    #[inline(always)]
-    pub(super) fn random_losses(&mut self, d: usize, pkt: &mut Packet) -> bool {
-        self.lines[d].lossy_links.is_empty() || self.random_losses_slow(d, pkt)
-    }
-
     #[inline(never)]
     pub(super) fn random_losses_slow(&mut self, d: usize, pkt: &mut Packet) -> bool {
         for i in 0..self.lines[d].lossy_links.len() {
@@ -344,7 +349,7 @@ impl World {
             p.route = route;
             p.hop = 0;
             match first {
-                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(&mut p, line, leaves_ns),
+                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(&mut p, line, 0, leaves_ns),
                 _ => self.forward(&mut p),
             }
         }

@@ -93,7 +93,7 @@ impl World {
                     subqueue_names: names,
                     counters: q.counters[..names.len()].to_vec(),
                     counters_at_warmup: q.counters_at_warmup[..names.len()].to_vec(),
-                    hist: std::mem::take(&mut q.hist),
+                    hist: q.take_histograms(),
                     busy_ns: q.busy_ns,
                     busy_ns_at_warmup: q.busy_ns_at_warmup,
                     samples: std::mem::take(&mut q.samples),
