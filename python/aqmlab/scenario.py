@@ -392,6 +392,7 @@ class Engine(_Node):
     """``[engine]``: how the engine runs (never what it simulates)."""
 
     lookahead: bool | None = None
+    prefetch: bool | None = None
 
 
 @dataclass(kw_only=True)

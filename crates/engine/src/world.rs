@@ -69,6 +69,10 @@ pub struct World {
     scratch: Vec<Packet>,
     tcp: TcpConfig,
     lookahead: bool,
+    /// `engine.prefetch`, and the flow table is the prefetched kind (see `prefetch_flows_behind`).
+    prefetch_flows: bool,
+    /// `engine.prefetch`, and the link table outgrows the L2 cache (see `prefetch_next_event`).
+    prefetch_events: bool,
     /// The empty route feedback packets travel on (created on first use; see `feedback.rs`).
     feedback_route: Option<u32>,
     /// After the end: lagging sources finish their last moments (see `catch_up_sources`).

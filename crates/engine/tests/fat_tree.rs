@@ -43,6 +43,31 @@ fn same_seed_gives_an_identical_summary_and_another_seed_other_paths() {
     assert_ne!(without_wall(&a)["queues"], without_wall(&c)["queues"]);
 }
 
+/// A k = 16 tree has 6 144 ports, more than an L2 cache holds, so each
+/// event prefetches the next one's line head and queue (`engine.prefetch`).
+/// Hints only: every table and the summary are the same without them. The
+/// test would catch a hint that read past a table (a panic) or wrote.
+#[test]
+fn prefetching_a_large_tree_changes_nothing() {
+    let s = |prefetch: bool| {
+        json!({
+            "duration": "2ms", "seed": 5,
+            "topology": {"fat_tree": tree(16)},
+            "flows": [{"cc": "dctcp", "pattern": "permutation", "start_jitter": "200us"}],
+            "workloads": [{"kind": "incast", "cc": "dctcp", "every": "1ms", "start": "500us", "senders": 32,
+                           "size": {"dist": "fixed", "mean": "64KB"}}],
+            "metrics": {"interval": "500us"},
+            "engine": {"prefetch": prefetch}
+        })
+    };
+    let (on, off) = (run(s(true)), run(s(false)));
+    assert!(on.summary()["perf"]["packet_hops"].as_u64().unwrap() > 100_000, "the tree carried traffic");
+    assert_eq!(without_wall(&on), without_wall(&off));
+    for name in ["flows", "queues", "sojourn_hist", "flow_ts", "queue_ts"] {
+        assert_eq!(format!("{:?}", on.table(name)), format!("{:?}", off.table(name)), "table {name} differs");
+    }
+}
+
 /// One long flow from h0 to h15 crosses 6 links each way (host, edge,
 /// aggregation, core, aggregation, edge, host).
 fn single_flow(size: Option<&str>) -> aqmlab_engine::Results {

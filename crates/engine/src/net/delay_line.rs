@@ -27,11 +27,15 @@ pub struct DelayLine {
     pub lossy_links: Vec<u32>,
     /// Time of the pending head event, if any.
     pub event_at: Option<u64>,
+    /// Route and hop the head continues on, noted when its event was
+    /// scheduled: a prefetch hint (`World::prefetch_next_event`), never
+    /// read for a decision.
+    pub head_next: (u32, u8),
 }
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None }
+        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None, head_next: (0, 0) }
     }
 
     /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
@@ -87,9 +91,11 @@ impl DelayLine {
     /// After popping what is due: the next head time to schedule, if any.
     #[inline]
     pub fn rearm(&mut self) -> Option<u64> {
-        let head = self.q.front()?.enq_ns;
+        let p = self.q.front()?;
+        let (head, next) = (p.enq_ns, (p.route, p.hop));
         if self.event_at.is_none_or(|e| head < e) {
             self.event_at = Some(head);
+            self.head_next = next;
             Some(head)
         } else {
             None
@@ -108,6 +114,12 @@ impl DelayLine {
     #[inline]
     pub fn head_time(&self) -> Option<u64> {
         self.q.front().map(|p| p.enq_ns)
+    }
+
+    /// Where the head packet lies (a prefetch hint: the address, not a read).
+    #[inline]
+    pub fn head_slot(&self) -> Option<&Packet> {
+        self.q.front()
     }
 
     /// The flow of the `i`-th packet from the head, if any.

@@ -101,11 +101,14 @@ pub struct EngineConfig {
     /// last delay, and a source folds its pure-delay first hop into its clock.
     /// Off gives the textbook event schedule; results agree (tests check it).
     pub lookahead: bool,
+    /// Cache prefetch hints for large flow and link tables (`sim::prefetch`):
+    /// never a change in results, only in speed. Off to check exactly that.
+    pub prefetch: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { lookahead: true }
+        EngineConfig { lookahead: true, prefetch: true }
     }
 }
 

@@ -24,3 +24,19 @@ pub fn prefetch<T>(r: &T) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
 }
+
+/// Start loading the cache lines of bytes `start..start + len` of `*r`.
+#[inline(always)]
+pub fn prefetch_bytes<T>(r: &T, start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (r as *const T as *const i8).wrapping_add(start);
+        for off in (0..len).step_by(64) {
+            // SAFETY: as in `prefetch`; a hint to any address is harmless.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (r, start, len);
+}

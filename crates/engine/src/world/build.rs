@@ -40,6 +40,8 @@ impl World {
             scratch: Vec::with_capacity(64),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
+            prefetch_flows: s.engine.prefetch,
+            prefetch_events: false,
             feedback_route: None,
             catching_up: false,
             next_checkpoint_ns: 0,
@@ -52,6 +54,7 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
+        w.prefetch_events = s.engine.prefetch && w.links.len() >= super::event_loop::PREFETCH_MIN_LINKS;
         if let Some(pc) = &s.metrics.pcap {
             let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {
                 let some: Vec<&str> = w.links.iter().filter(|l| l.report).take(3).map(|l| l.name.as_str()).collect();

@@ -7,6 +7,11 @@ use super::*;
 /// x86 CPUs) are prefetched; smaller ones mostly hit in L2 already.
 const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 
+/// Link tables larger than a per-core L2 cache have the next event's line
+/// head and queue prefetched (`prefetch_next_event`): a large fat tree's
+/// ports; smaller tables mostly hit in L2 already.
+pub(super) const PREFETCH_MIN_LINKS: usize = (1 << 21) / std::mem::size_of::<Link>();
+
 /// Progress is reported every this many events.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -147,6 +152,7 @@ impl World {
         if !self.lines[d].take_event(self.now_ns) {
             return; // superseded by an earlier head
         }
+        self.prefetch_next_event();
         while let Some(mut p) = self.lines[d].pop_due(self.now_ns) {
             self.prefetch_flows_behind(d);
             self.forward(&mut p);
@@ -156,13 +162,34 @@ impl World {
         }
     }
 
+    /// In a large fat tree a hop waits on memory: the line's head packet, the
+    /// next queue's hot lines, each in a different place. The event likely to
+    /// run next is known (`EventQueue::peek_packet_event`): start loading
+    /// its head packet and queue now, so they arrive while this event runs.
+    #[inline(always)]
+    fn prefetch_next_event(&self) {
+        if !self.prefetch_events {
+            return;
+        }
+        if let Some(Event::LineArrival(d)) = self.events.peek_packet_event() {
+            let line = &self.lines[d as usize];
+            if let Some(head) = line.head_slot() {
+                prefetch(head);
+            }
+            let (route, hop) = line.head_next;
+            if let Some(Stage::Queue(l)) = self.routes.stage(route, hop) {
+                self.links[l as usize].prefetch_hot();
+            }
+        }
+    }
+
     /// The packets behind a line's head are usually the next events to run:
     /// start loading the state they will touch, two deep so that the record
     /// fetched one event ago can already be read for what it points to.
     /// Only worth its instructions once the flow table outgrows the L2 cache.
     #[inline(always)]
     pub(super) fn prefetch_flows_behind(&self, d: usize) {
-        if self.flows.len() < PREFETCH_MIN_FLOWS {
+        if !self.prefetch_flows || self.flows.len() < PREFETCH_MIN_FLOWS {
             return;
         }
         let line = &self.lines[d];
