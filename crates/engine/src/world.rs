@@ -14,6 +14,7 @@ use crate::metrics::{summary, Results};
 use crate::net::delay_line::DelayLine;
 use crate::net::link::Link;
 use crate::net::medium::Medium;
+use crate::net::sojourn_log::SojournLog;
 use crate::packet::{Packet, PacketKind};
 use crate::net::route::{self, Hop, Routes, Stage};
 use crate::ppv::marker::PvMarker;
@@ -73,6 +74,9 @@ pub struct World {
     prefetch_flows: bool,
     /// `engine.prefetch`, and the link table outgrows the L2 cache (see `prefetch_next_event`).
     prefetch_events: bool,
+    /// Deferred histogram buckets (`net::sojourn_log`), on where many queues
+    /// share the caches.
+    sojourn_log: SojournLog,
     /// The empty route feedback packets travel on (created on first use; see `feedback.rs`).
     feedback_route: Option<u32>,
     /// After the end: lagging sources finish their last moments (see `catch_up_sources`).

@@ -44,9 +44,11 @@ fn same_seed_gives_an_identical_summary_and_another_seed_other_paths() {
 }
 
 /// A k = 16 tree has 6 144 ports, more than an L2 cache holds, so each
-/// event prefetches the next one's line head and queue (`engine.prefetch`).
-/// Hints only: every table and the summary are the same without them. The
-/// test would catch a hint that read past a table (a panic) or wrote.
+/// event prefetches the next one's line head and queue, and the queues'
+/// histogram buckets are counted in deferred batches (`engine.prefetch`).
+/// Neither may change a result: every table and the summary are the same
+/// without them (the histograms included). The test would also catch a hint
+/// that read past a table (a panic).
 #[test]
 fn prefetching_a_large_tree_changes_nothing() {
     let s = |prefetch: bool| {

@@ -68,14 +68,34 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
-        let b = Self::bucket(v);
+        let b = self.record_deferred(v);
+        self.count_bucket(b);
+    }
+
+    /// Record `v` in the count, sum and maximum, and return the bucket that
+    /// [`Self::count_bucket`] must increment before the histogram is read
+    /// (`net::sojourn_log`).
+    #[inline]
+    pub fn record_deferred(&mut self, v: u64) -> usize {
+        self.n += 1;
+        self.sum += v as u128;
+        self.max = self.max.max(v);
+        Self::bucket(v)
+    }
+
+    /// Increment bucket `b` (from [`Self::record_deferred`]).
+    #[inline]
+    pub fn count_bucket(&mut self, b: usize) {
         match self.counts.get_mut(b) {
             Some(c) => *c += 1,
             None => self.grow_and_count(b),
         }
-        self.n += 1;
-        self.sum += v as u128;
-        self.max = self.max.max(v);
+    }
+
+    /// Where bucket `b` lies, if it exists yet (a prefetch hint).
+    #[inline]
+    pub fn bucket_slot(&self, b: usize) -> Option<&u64> {
+        self.counts.get(b)
     }
 
     /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count it.

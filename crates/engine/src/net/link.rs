@@ -19,6 +19,7 @@
 use crate::aqm::{
     AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
 };
+use super::sojourn_log::SojournLog;
 use crate::metrics::histogram::Histogram;
 use crate::packet::Packet;
 use crate::sim::rng::SimRng;
@@ -148,6 +149,38 @@ impl Link {
         prefetch_bytes(self, 0, HOT_BYTES);
         prefetch_bytes(self, offset_of!(Link, queue) + offset_of!(QueueSlot, qdisc), 1);
         prefetch_bytes(self, offset_of!(Link, rate_bps), 1);
+    }
+
+    /// The queue of a link whose histograms the sojourn log fills.
+    #[inline(always)]
+    fn logged_queue(&mut self) -> &mut QueueSlot {
+        self.queue.as_mut().expect("only queues log sojourns")
+    }
+
+    /// Start loading the queue's tag and sub-queue `sub`'s histogram header
+    /// (`SojournLog::apply`).
+    #[inline(always)]
+    pub fn prefetch_histogram(&self, sub: usize) {
+        use crate::sim::prefetch::prefetch_bytes;
+        use std::mem::offset_of;
+        prefetch_bytes(self, 0, 1);
+        let at = match sub {
+            0 => offset_of!(QueueSlot, hist0),
+            _ => offset_of!(QueueSlot, hist_rest) + (sub - 1) * std::mem::size_of::<Histogram>(),
+        };
+        prefetch_bytes(self, offset_of!(Link, queue) + at, 1);
+    }
+
+    /// Where bucket `b` of sub-queue `sub`'s histogram lies, if it exists yet.
+    #[inline(always)]
+    pub fn histogram_slot(&self, sub: usize, b: usize) -> Option<&u64> {
+        self.queue.as_ref()?.hist(sub).bucket_slot(b)
+    }
+
+    /// Count a bucket the sojourn log deferred.
+    #[inline(always)]
+    pub fn count_sojourn_bucket(&mut self, sub: usize, b: usize) {
+        self.logged_queue().hist_mut(sub).count_bucket(b);
     }
 
     pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
@@ -286,15 +319,17 @@ impl QueueSlot {
             size_bytes: pkt.size_bytes,
             subq: pkt.subq,
             data: pkt.carries_payload(),
-        });
+        }, None);
         self.in_tx = Some(pkt);
         Some(now_ns + tx_ns)
     }
 
     /// The bookkeeping of a transmission that starts: departure counters,
     /// sojourn histogram and samples, busy time.
+    /// `log`: the world's sojourn log and this queue's link index, where
+    /// the histogram bucket is noted if the log is on (`net::sojourn_log`).
     #[inline(always)]
-    fn record_start(&mut self, w: &Waiting) {
+    fn record_start(&mut self, w: &Waiting, log: Option<(&mut SojournLog, u32)>) {
         let sub = w.subq as usize;
         let c = &mut self.counters[sub];
         c.departed_pkts += 1;
@@ -306,9 +341,12 @@ impl QueueSlot {
         c.sojourn_sum_ns += sojourn;
         self.sojourn_max_ns[sub] = self.sojourn_max_ns[sub].max(sojourn);
         if sub < self.hist_subqueues as usize {
-            match sub {
-                0 => self.hist0.record(sojourn),
-                _ => self.hist_rest[sub - 1].record(sojourn),
+            match log {
+                Some((log, index)) if log.is_on() => {
+                    let b = self.hist_mut(sub).record_deferred(sojourn);
+                    log.push(index, w.subq, b);
+                }
+                _ => self.hist_mut(sub).record(sojourn),
             }
         }
         if self.sample_every > 0 {
@@ -319,6 +357,22 @@ impl QueueSlot {
             }
         }
         self.busy_ns += w.tx_ns;
+    }
+
+    #[inline(always)]
+    fn hist_mut(&mut self, sub: usize) -> &mut Histogram {
+        match sub {
+            0 => &mut self.hist0,
+            _ => &mut self.hist_rest[sub - 1],
+        }
+    }
+
+    #[inline(always)]
+    fn hist(&self, sub: usize) -> &Histogram {
+        match sub {
+            0 => &self.hist0,
+            _ => &self.hist_rest[sub - 1],
+        }
     }
 
     /// Departure lookahead is on: use [`QueueSlot::arrive_ahead`], never
@@ -337,9 +391,11 @@ impl QueueSlot {
         pkt: &mut Packet,
         rate_bps: u64,
         flow_counters: &mut [FlowQueueCounters],
+        log: &mut SojournLog,
+        index: u32,
     ) -> Option<u64> {
         debug_assert!(self.departure_lookahead);
-        self.start_due(now_ns);
+        self.start_due(now_ns, log, index);
         // `pkt.enq_ns` is not set: the packet leaves at once, and the line it
         // enters stamps its own time there (a store here would stall that
         // copy, see `World::enter_line`); the waiting record keeps `now_ns`.
@@ -368,7 +424,7 @@ impl QueueSlot {
             data: pkt.carries_payload(),
         };
         if start_ns == now_ns {
-            self.record_start(&w);
+            self.record_start(&w, Some((log, index)));
         } else {
             self.waiting_bytes += w.size_bytes as u64;
             if self.waiting.is_empty() {
@@ -383,12 +439,12 @@ impl QueueSlot {
     /// `now_ns` (at the same nanosecond a transmission starts before an
     /// arrival is seen, as a finishing transmission runs first without it).
     #[inline(always)]
-    pub fn start_due(&mut self, now_ns: u64) {
+    pub fn start_due(&mut self, now_ns: u64, log: &mut SojournLog, index: u32) {
         while self.next_start_ns <= now_ns {
             let w = self.waiting.pop_front().expect("a front exists");
             self.next_start_ns = self.waiting.front().map_or(u64::MAX, |n| n.start_ns);
             self.waiting_bytes -= w.size_bytes as u64;
-            self.record_start(&w);
+            self.record_start(&w, Some((&mut *log, index)));
         }
     }
 

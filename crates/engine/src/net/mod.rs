@@ -5,6 +5,7 @@ pub mod delay_line;
 pub mod link;
 pub mod medium;
 pub mod route;
+pub mod sojourn_log;
 
 /// The packet sits below every algorithm now (`crate::packet`). This alias
 /// keeps code written against the old path compiling (work in flight on

@@ -101,8 +101,10 @@ pub struct EngineConfig {
     /// last delay, and a source folds its pure-delay first hop into its clock.
     /// Off gives the textbook event schedule; results agree (tests check it).
     pub lookahead: bool,
-    /// Cache prefetch hints for large flow and link tables (`sim::prefetch`):
-    /// never a change in results, only in speed. Off to check exactly that.
+    /// Cache prefetch hints for large flow and link tables (`sim::prefetch`)
+    /// and batched histogram counts in topologies with many queues
+    /// (`net::sojourn_log`): never a change in results, only in speed. Off
+    /// to check exactly that.
     pub prefetch: bool,
 }
 

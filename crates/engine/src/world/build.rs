@@ -42,6 +42,7 @@ impl World {
             lookahead: s.engine.lookahead,
             prefetch_flows: s.engine.prefetch,
             prefetch_events: false,
+            sojourn_log: SojournLog::default(),
             feedback_route: None,
             catching_up: false,
             next_checkpoint_ns: 0,
@@ -55,6 +56,7 @@ impl World {
             wall_s: 0.0,
         };
         w.prefetch_events = s.engine.prefetch && w.links.len() >= super::event_loop::PREFETCH_MIN_LINKS;
+        w.sojourn_log = SojournLog::new(s.engine.prefetch && w.links.len() >= super::event_loop::SOJOURN_LOG_MIN_LINKS);
         if let Some(pc) = &s.metrics.pcap {
             let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {
                 let some: Vec<&str> = w.links.iter().filter(|l| l.report).take(3).map(|l| l.name.as_str()).collect();

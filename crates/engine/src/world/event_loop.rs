@@ -10,6 +10,11 @@ const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 /// Link tables larger than a per-core L2 cache have the next event's line
 /// head and queue prefetched (`prefetch_next_event`): a large fat tree's
 /// ports; smaller tables mostly hit in L2 already.
+/// Topologies with this many links log their sojourn-histogram buckets and
+/// apply them in batches (`net::sojourn_log`): a k = 4 fat tree (96 links)
+/// and larger; a dumbbell's few histograms stay in the L1 cache.
+pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
+
 pub(super) const PREFETCH_MIN_LINKS: usize = (1 << 21) / std::mem::size_of::<Link>();
 
 /// Progress is reported every this many events.
@@ -160,6 +165,9 @@ impl World {
         if let Some(t) = self.lines[d].rearm() {
             self.events.schedule(t, Event::LineArrival(d as u32));
         }
+        if self.sojourn_log.is_due() {
+            self.sojourn_log.apply(&mut self.links);
+        }
     }
 
     /// In a large fat tree a hop waits on memory: the line's head packet, the
@@ -216,7 +224,7 @@ impl World {
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
                 if q.departs_on_arrival() {
-                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters) {
+                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters, &mut self.sojourn_log, l) {
                         self.forward_ahead(pkt, pkt.hop + 1, leaves_ns);
                     }
                     return;
@@ -283,13 +291,16 @@ impl World {
 
     /// Departure lookahead: settle every transmission started by now (before
     /// counters, backlogs or histograms are read).
+    /// The sojourn log is applied too (`net::sojourn_log`): every caller
+    /// goes on to read or reset what the queues recorded.
     pub(super) fn start_due_transmissions(&mut self) {
         let now = self.now_ns;
-        for l in &mut self.links {
+        for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(q) = &mut l.queue {
-                q.start_due(now);
+                q.start_due(now, &mut self.sojourn_log, i as u32);
             }
         }
+        self.sojourn_log.apply(&mut self.links);
     }
 
     /// Random loss and marking of rate-less links merged into line `d`.

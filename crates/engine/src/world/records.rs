@@ -79,6 +79,8 @@ impl World {
             })
             .collect();
         let pcap = self.take_capture();
+        // The run ends by applying it (`start_due_transmissions`).
+        debug_assert!(self.sojourn_log.is_empty(), "sojourn buckets not yet counted");
         let queues = self
             .links
             .iter_mut()
