@@ -46,9 +46,9 @@ struct Waiting {
 ///
 /// The layout is fixed (`repr(C)`) and ordered by how often a field is
 /// touched: a packet's pass through a queue with departure lookahead reads
-/// and writes the first three cache lines (the scalars below, the first
-/// sub-queue's histogram), the discipline's first line and the first
-/// sub-queue's counters, and nothing else. A fat tree holds thousands of
+/// and writes the first six cache lines (the scalars below, the first
+/// sub-queue's histogram header and counters) and the discipline's first
+/// line, and nothing else of the slot. A fat tree holds thousands of
 /// queues and consecutive hops touch unrelated ones, so each of those lines
 /// is a cache miss; kept together they are few (docs/performance.md).
 #[derive(Debug, Clone)]
@@ -556,7 +556,7 @@ mod tests {
     }
 
     /// The layout `QueueSlot` documents: what a packet touches lies in the
-    /// first three cache lines (plus the discipline and the first counters).
+    /// first six cache lines (and the discipline's first line).
     #[test]
     fn the_hot_fields_share_the_first_cache_lines() {
         use std::mem::{offset_of, size_of};

@@ -7,14 +7,14 @@ use super::*;
 /// x86 CPUs) are prefetched; smaller ones mostly hit in L2 already.
 const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 
-/// Link tables larger than a per-core L2 cache have the next event's line
-/// head and queue prefetched (`prefetch_next_event`): a large fat tree's
-/// ports; smaller tables mostly hit in L2 already.
 /// Topologies with this many links log their sojourn-histogram buckets and
 /// apply them in batches (`net::sojourn_log`): a k = 4 fat tree (96 links)
 /// and larger; a dumbbell's few histograms stay in the L1 cache.
 pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
 
+/// Link tables larger than a per-core L2 cache have the next event's line
+/// head and queue prefetched (`prefetch_next_event`): a large fat tree's
+/// ports (D-1024: 6 144 links; in D, 768 links, it did not help).
 pub(super) const PREFETCH_MIN_LINKS: usize = (1 << 21) / std::mem::size_of::<Link>();
 
 /// Progress is reported every this many events.
@@ -265,9 +265,10 @@ impl World {
     /// of its route.
     ///
     /// The packet's own `hop` is not written on the way into a line: the
-    /// line stamps the next hop into its copy. A narrow store into the packet
-    /// just before that copy would stall it until the store commits (see
-    /// `DelayLine::push`), and in a fat tree every hop makes that copy.
+    /// line stamps the next hop into its copy, and a narrow store into the
+    /// packet just before that copy can stall it until the store commits
+    /// (see `DelayLine::push`). Measured, this made no difference in wall
+    /// time (docs/performance.md); it is kept as the path without the store.
     #[inline(always)]
     pub(super) fn enter_line(&mut self, pkt: &mut Packet, line: Stage, hop: u8, leaves_ns: u64) {
         let (Stage::Line(d) | Stage::SinkLine(d)) = line else {

@@ -1,0 +1,144 @@
+//! Tests of the event list: pop order against a reference, ties, the timer
+//! buckets and the encoding.
+
+use super::*;
+
+#[test]
+fn pops_in_time_order_and_fifo_on_ties() {
+    let mut q = EventQueue::new();
+    q.schedule(30, Event::Sample);
+    q.schedule(10, Event::LineArrival(1));
+    q.schedule(10, Event::LineArrival(2));
+    q.schedule(20, Event::LinkTxDone(0));
+    q.schedule(10, Event::LineArrival(3));
+    let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+    assert_eq!(
+        order,
+        vec![
+            (10, Event::LineArrival(1)),
+            (10, Event::LineArrival(2)),
+            (10, Event::LineArrival(3)),
+            (20, Event::LinkTxDone(0)),
+            (30, Event::Sample)
+        ]
+    );
+    assert_eq!(q.events_popped(), 5);
+}
+
+#[test]
+fn transmissions_finish_before_other_events_of_the_same_instant() {
+    let mut q = EventQueue::new();
+    q.schedule(10, Event::LineArrival(1));
+    q.schedule(10, Event::SenderTimer(2));
+    q.schedule(10, Event::LinkTxDone(0));
+    q.schedule(9, Event::LineArrival(3));
+    let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+    assert_eq!(
+        order,
+        vec![(9, Event::LineArrival(3)), (10, Event::LinkTxDone(0)), (10, Event::LineArrival(1)), (10, Event::SenderTimer(2))]
+    );
+}
+
+#[test]
+fn random_schedules_pop_sorted_against_a_reference() {
+    let mut rng = crate::sim::rng::SimRng::derive(9, crate::sim::rng::Domain::Queue, 0);
+    let mut q = EventQueue::new();
+    let mut reference: Vec<(u64, u64)> = vec![];
+    let mut seq = 0u64;
+    let mut now = 0;
+    for round in 0..20_000 {
+        if rng.below(3) > 0 || q.is_empty() {
+            let t = now + rng.below(1000);
+            // Mix both internal heaps.
+            let ev = if seq % 3 == 0 { Event::SenderTimer(seq as u32) } else { Event::LineArrival(seq as u32) };
+            q.schedule(t, ev);
+            reference.push((t, seq));
+            seq += 1;
+        } else {
+            reference.sort();
+            let (t, s) = reference.remove(0);
+            let ev = if s % 3 == 0 { Event::SenderTimer(s as u32) } else { Event::LineArrival(s as u32) };
+            assert_eq!(q.pop(), Some((t, ev)), "round {round}");
+            now = t;
+        }
+    }
+}
+
+#[test]
+fn far_timers_pop_sorted_through_the_buckets_and_the_overflow() {
+    // Timers from nanoseconds to seconds ahead: within one bucket, across
+    // the ring (about 1 ms per bucket, 1.07 s in all), beyond it into the
+    // overflow, and after gaps that make the ring jump; equal times too.
+    let mut rng = crate::sim::rng::SimRng::derive(4, crate::sim::rng::Domain::Queue, 1);
+    let mut q = EventQueue::new();
+    let mut reference: Vec<(u64, u64)> = vec![];
+    let (mut seq, mut now) = (0u64, 0u64);
+    let mut popped = 0;
+    for round in 0..40_000 {
+        if rng.below(2) == 0 || q.is_empty() {
+            let ahead = match rng.below(5) {
+                0 => rng.below(2_000),
+                1 => rng.below(5_000_000),
+                2 => rng.below(1_500_000_000),
+                3 => 3_000_000_000 + rng.below(3),
+                _ => 0,
+            };
+            let t = now + ahead;
+            q.schedule(t, Event::SenderTimer(seq as u32));
+            reference.push((t, seq));
+            seq += 1;
+        } else {
+            reference.sort();
+            let (t, s) = reference.remove(0);
+            assert_eq!(
+                q.pop(),
+                Some((t, Event::SenderTimer(s as u32))),
+                "round {round}"
+            );
+            now = t;
+            popped += 1;
+        }
+    }
+    while let Some((t, ev)) = q.pop() {
+        reference.sort();
+        let (rt, s) = reference.remove(0);
+        assert_eq!((t, ev), (rt, Event::SenderTimer(s as u32)));
+    }
+    assert!(reference.is_empty() && popped > 10_000);
+}
+
+#[test]
+fn every_event_kind_round_trips_through_the_encoding() {
+    for e in [
+        Event::LinkTxDone(7),
+        Event::LineArrival((1 << 28) - 1),
+        Event::SenderTimer(1),
+        Event::ReceiverTimer(2),
+        Event::QdiscTimer(3),
+        Event::LinkRateChange(4),
+        Event::WorkloadArrival(5),
+        Event::Sample,
+        Event::WarmupEnd,
+    ] {
+        assert_eq!(Event::decode(e.encode()), e);
+    }
+}
+
+/// The prefetch hint names the packet event that runs next, with the root's
+/// slot open after a pop and with it filled (no timer earlier).
+#[test]
+fn the_peeked_packet_event_is_the_next_one_popped() {
+    let mut q = EventQueue::new();
+    for (i, t) in [50u64, 20, 90, 30, 70, 10, 60, 40, 80].into_iter().enumerate() {
+        q.schedule(t, Event::LineArrival(i as u32));
+    }
+    q.schedule(1_000, Event::SenderTimer(0));
+    while let Some(next) = q.peek_packet_event() {
+        let popped = q.pop().expect("an event is pending").1;
+        assert_eq!(popped, next);
+        if popped == Event::LineArrival(5) {
+            q.schedule(35, Event::LineArrival(9)); // fills the open root slot
+        }
+    }
+    assert_eq!(q.pop(), Some((1_000, Event::SenderTimer(0))));
+}
