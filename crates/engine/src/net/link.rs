@@ -151,12 +151,6 @@ impl Link {
         prefetch_bytes(self, offset_of!(Link, rate_bps), 1);
     }
 
-    /// The queue of a link whose histograms the sojourn log fills.
-    #[inline(always)]
-    fn logged_queue(&mut self) -> &mut QueueSlot {
-        self.queue.as_mut().expect("only queues log sojourns")
-    }
-
     /// Start loading the queue's tag and sub-queue `sub`'s histogram header
     /// (`SojournLog::apply`).
     #[inline(always)]
@@ -180,7 +174,7 @@ impl Link {
     /// Count a bucket the sojourn log deferred.
     #[inline(always)]
     pub fn count_sojourn_bucket(&mut self, sub: usize, b: usize) {
-        self.logged_queue().hist_mut(sub).count_bucket(b);
+        self.queue.as_mut().expect("only queues log sojourns").hist_mut(sub).count_bucket(b);
     }
 
     pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {

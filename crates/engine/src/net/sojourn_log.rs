@@ -10,6 +10,11 @@
 //! prefetching a few entries ahead so that the misses overlap instead of
 //! queueing one behind the other.
 //!
+//! Only queues with departure lookahead (`fifo`, `step`) log: they record
+//! a sojourn at each arrival, inside the hop. A queue with a transmitter
+//! records at the end of a transmission, an event of its own, and counts
+//! at once.
+//!
 //! Bucket counts are sums, so applying them later gives exactly the same
 //! histogram; the log is applied before anything reads or resets one
 //! (`World::start_due_transmissions`, which every checkpoint, the end of

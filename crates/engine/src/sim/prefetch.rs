@@ -10,19 +10,7 @@
 /// Start loading every cache line of `*r`.
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = r as *const T as *const i8;
-        for off in (0..std::mem::size_of::<T>()).step_by(64) {
-            // SAFETY: `_mm_prefetch` needs only SSE, which every x86_64 CPU
-            // has; it is a hint that never faults and writes nothing, and the
-            // address lies inside `*r` anyway.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    prefetch_bytes(r, 0, std::mem::size_of::<T>());
 }
 
 /// Start loading the cache lines of bytes `start..start + len` of `*r`.
@@ -33,7 +21,8 @@ pub fn prefetch_bytes<T>(r: &T, start: usize, len: usize) {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         let p = (r as *const T as *const i8).wrapping_add(start);
         for off in (0..len).step_by(64) {
-            // SAFETY: as in `prefetch`; a hint to any address is harmless.
+            // SAFETY: `_mm_prefetch` needs only SSE, which every x86_64 CPU
+            // has; it is a hint that never faults and writes nothing.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
         }
     }

@@ -30,8 +30,10 @@ pub struct SimRng {
     inner: Xoshiro256PlusPlus,
 }
 
-/// SplitMix64 finaliser: spreads the stream key over 64 bits.
-fn mix(mut z: u64) -> u64 {
+/// SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijection on 64 bits
+/// whose output bits each depend on every input bit. It spreads a stream's
+/// key here, and a flow id over a fat tree's uplinks (`world::fat_tree`).
+pub fn mix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

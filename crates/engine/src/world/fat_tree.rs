@@ -23,7 +23,7 @@
 use super::topology::{queue_link, QueueBuild, QueueOptions, Wire};
 use crate::net::link::Link;
 use crate::scenario::FatTreeSpec;
-use crate::sim::rng::SimRng;
+use crate::sim::rng::{mix, SimRng};
 
 #[derive(Debug, Clone)]
 pub struct FatTree {
@@ -31,16 +31,6 @@ pub struct FatTree {
     seed: u64,
     /// Index of the first link of the tree in the world's links.
     base: u32,
-}
-
-/// SplitMix64's finaliser (Steele, Lea, Flood 2014): a bijection on 64 bits
-/// whose output bits each depend on every input bit, so flow ids that differ
-/// in one bit land on unrelated uplinks.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl FatTree {
