@@ -40,6 +40,7 @@ mod fat_tree;
 mod feedback;
 mod flow;
 mod medium;
+mod outbox;
 mod records;
 mod sample;
 mod topology;
@@ -66,8 +67,8 @@ pub struct World {
     flow_counters: Vec<FlowQueueCounters>,
     topology: Topology,
     workloads: Vec<WorkloadGen>,
-    /// Packets an endpoint just emitted, sent from here (see `emit`).
-    scratch: Vec<Packet>,
+    /// Buffers for what endpoints send (`outbox`).
+    outboxes: outbox::OutboxPool,
     tcp: TcpConfig,
     lookahead: bool,
     /// `engine.prefetch`, and the flow table is the prefetched kind (see `prefetch_flows_behind`).

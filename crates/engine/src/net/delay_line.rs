@@ -51,12 +51,15 @@ impl DelayLine {
     #[inline(always)]
     pub fn push(&mut self, depart_ns: u64, src: &Packet, route: u32, hop: u8) -> Option<u64> {
         let at = depart_ns + self.delay_ns;
-        if self.q.back().is_some_and(|tail| tail.enq_ns > at) {
-            self.insert_sorted(at, src, route, hop);
-            return self.rearm();
-        }
+        let early = self.q.back().is_some_and(|tail| tail.enq_ns > at);
+        // `src` is only read by this copy: a caller that built the packet in
+        // registers stores it straight into the slot (see `world::outbox`).
         self.q.push_back(*src);
         stamp(self.q.back_mut().expect("just pushed"), at, route, hop);
+        if early {
+            self.sort_in_newest();
+            return self.rearm();
+        }
         if self.event_at.is_some() {
             // Appended behind a head whose event is pending (a line with a
             // pending event is never empty, and the event is never later
@@ -68,13 +71,14 @@ impl DelayLine {
         self.rearm()
     }
 
-    /// A packet that arrives before the tail (a receiver ran ahead): rare,
-    /// so kept out of the inlined `push`.
+    /// The packet just appended arrives before the one ahead of it (a
+    /// receiver ran ahead): move it to its place in time order, after any
+    /// packet with the same arrival time. Rare, so kept out of `push`.
     #[inline(never)]
-    fn insert_sorted(&mut self, at: u64, src: &Packet, route: u32, hop: u8) {
-        let i = self.q.partition_point(|p| p.enq_ns <= at);
-        self.q.insert(i, *src);
-        stamp(&mut self.q[i], at, route, hop);
+    fn sort_in_newest(&mut self) {
+        let p = self.q.pop_back().expect("just pushed");
+        let i = self.q.partition_point(|q| q.enq_ns <= p.enq_ns);
+        self.q.insert(i, p);
     }
 
     /// The line's event fired at `now_ns`: false if it was superseded.

@@ -7,6 +7,25 @@ use super::qcn_rp::QcnSource;
 use super::tcp_receiver::TcpReceiver;
 use super::tcp_sender::TcpSender;
 use super::udp::{CbrSource, DatagramSink};
+use crate::packet::Packet;
+
+/// Where a receiving side puts the packets it sends (ACKs, echo replies).
+///
+/// A `Vec` collects them for the world to send on; the world may instead
+/// pass a writer that puts each packet straight into the delay line its
+/// route starts with, so that a packet just built is never read back whole
+/// (a wide load right after the narrow stores that built it stalls until
+/// they commit; see docs/performance.md, "Where the time goes").
+pub trait Outbox {
+    fn push(&mut self, p: Packet);
+}
+
+impl Outbox for Vec<Packet> {
+    #[inline(always)]
+    fn push(&mut self, p: Packet) {
+        Vec::push(self, p);
+    }
+}
 
 /// A flow's sending side.
 #[derive(Debug, Clone)]

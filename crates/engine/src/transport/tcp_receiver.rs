@@ -13,6 +13,7 @@
 //!   ECE mirrors CE, with an immediate ACK when the CE state changes);
 //!   draft-ietf-tcpm-accurate-ecn §3.2 (cumulative CE counter).
 
+use super::endpoint::Outbox;
 use super::{ack_size_bytes, payload_of, Feedback, TcpConfig, SYN_BYTES};
 use crate::packet::{flags, Ecn, Packet, PacketKind, SackBlock, MAX_SACK_BLOCKS};
 
@@ -104,7 +105,7 @@ impl TcpReceiver {
         self.delack_deadline_ns
     }
 
-    pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+    pub fn on_timer(&mut self, now_ns: u64, out: &mut impl Outbox) {
         if let Some(d) = self.delack_deadline_ns.filter(|&d| d <= now_ns) {
             self.send_ack(d, out);
         }
@@ -115,7 +116,7 @@ impl TcpReceiver {
     /// only feeds a pure-delay path), so a delayed-ACK deadline that falls
     /// before this arrival is served first, at its own time.
     #[inline]
-    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut impl Outbox) {
         self.on_timer(now_ns, out);
         match pkt.kind {
             PacketKind::Syn => self.on_syn(now_ns, pkt, out),
@@ -126,7 +127,7 @@ impl TcpReceiver {
 
     /// Reply to a (possibly repeated) SYN, accepting ECN if asked and allowed.
     #[cold]
-    fn on_syn(&mut self, now_ns: u64, syn: &Packet, out: &mut Vec<Packet>) {
+    fn on_syn(&mut self, now_ns: u64, syn: &Packet, out: &mut impl Outbox) {
         let wants_ecn = syn.has_flag(flags::ECE) && syn.has_flag(flags::CWR);
         self.feedback = match (self.accept_ecn && wants_ecn, syn.has_flag(flags::AE)) {
             (false, _) => Feedback::None,
@@ -145,7 +146,7 @@ impl TcpReceiver {
         out.push(p);
     }
 
-    fn on_data(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+    fn on_data(&mut self, now_ns: u64, pkt: &Packet, out: &mut impl Outbox) {
         self.established = true;
         self.segs_received += 1;
         let is_ce = pkt.ecn == Ecn::Ce;
@@ -248,8 +249,24 @@ impl TcpReceiver {
         }
     }
 
-    fn send_ack(&mut self, at_ns: u64, out: &mut Vec<Packet>) {
-        let mut p = Packet::new(PacketKind::Ack, self.flow, 0);
+    fn send_ack(&mut self, at_ns: u64, out: &mut impl Outbox) {
+        // Only the rare ACK with SACK blocks is built in memory: the common
+        // one stays in registers until `out` stores it where it goes (see
+        // `Outbox`).
+        if self.ooo.is_empty() {
+            out.push(self.ack(at_ns));
+        } else {
+            out.push(self.ack_with_sack_blocks(at_ns));
+        }
+        self.pending = 0;
+        self.delack_deadline_ns = None;
+        self.acks_sent += 1;
+    }
+
+    /// An ACK leaving at `at_ns`, without SACK blocks.
+    #[inline(always)]
+    fn ack(&self, at_ns: u64) -> Packet {
+        let mut p = Packet::new(PacketKind::Ack, self.flow, ack_size_bytes(self.header_bytes, 0));
         p.enq_ns = at_ns;
         p.seq = self.rcv_nxt;
         p.ts_ns = self.ts_recent;
@@ -262,32 +279,33 @@ impl TcpReceiver {
             p.flags |= flags::ECE;
         }
         p.aux = self.ce_count;
-        // RFC 2018 §4: most recently changed blocks first.
+        p
+    }
+
+    /// RFC 2018 §4: the most recently changed blocks first.
+    #[inline(never)]
+    fn ack_with_sack_blocks(&self, at_ns: u64) -> Packet {
+        let mut p = self.ack(at_ns);
         let n = self.ooo.len().min(MAX_SACK_BLOCKS);
-        if n > 0 {
-            let mut order: [(u64, usize); MAX_SACK_BLOCKS] = [(0, usize::MAX); MAX_SACK_BLOCKS];
-            for (i, r) in self.ooo.iter().enumerate() {
-                // Keep the n most recently touched (tiny insertion sort).
-                let mut k = MAX_SACK_BLOCKS;
-                while k > 0 && (order[k - 1].1 == usize::MAX || order[k - 1].0 < r.touched) {
-                    k -= 1;
-                }
-                if k < MAX_SACK_BLOCKS {
-                    order.copy_within(k..MAX_SACK_BLOCKS - 1, k + 1);
-                    order[k] = (r.touched, i);
-                }
+        let mut order: [(u64, usize); MAX_SACK_BLOCKS] = [(0, usize::MAX); MAX_SACK_BLOCKS];
+        for (i, r) in self.ooo.iter().enumerate() {
+            // Keep the n most recently touched (tiny insertion sort).
+            let mut k = MAX_SACK_BLOCKS;
+            while k > 0 && (order[k - 1].1 == usize::MAX || order[k - 1].0 < r.touched) {
+                k -= 1;
             }
-            for (slot, &(_, i)) in order.iter().take(n).enumerate() {
-                let r = self.ooo[i];
-                let len = (r.end - r.start).min(u16::MAX as u64) as u16;
-                p.set_sack_block(slot, SackBlock { start_off: (r.start - self.rcv_nxt) as u32, len });
+            if k < MAX_SACK_BLOCKS {
+                order.copy_within(k..MAX_SACK_BLOCKS - 1, k + 1);
+                order[k] = (r.touched, i);
             }
         }
+        for (slot, &(_, i)) in order.iter().take(n).enumerate() {
+            let r = self.ooo[i];
+            let len = (r.end - r.start).min(u16::MAX as u64) as u16;
+            p.set_sack_block(slot, SackBlock { start_off: (r.start - self.rcv_nxt) as u32, len });
+        }
         p.size_bytes = ack_size_bytes(self.header_bytes, n);
-        out.push(p);
-        self.pending = 0;
-        self.delack_deadline_ns = None;
-        self.acks_sent += 1;
+        p
     }
 }
 

@@ -66,7 +66,7 @@ pub struct DatagramSink {
 }
 
 impl DatagramSink {
-    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+    pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut impl super::endpoint::Outbox) {
         if let Some(ecn) = self.echo {
             out.push(super::probe::echo_reply(pkt, now_ns, ecn));
         }

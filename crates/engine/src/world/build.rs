@@ -37,7 +37,7 @@ impl World {
             flow_counters: vec![],
             topology,
             workloads: vec![],
-            scratch: Vec::with_capacity(64),
+            outboxes: outbox::OutboxPool::default(),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
             prefetch_flows: s.engine.prefetch,

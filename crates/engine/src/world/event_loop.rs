@@ -324,11 +324,11 @@ impl World {
         let f = pkt.flow as usize;
         let local = self.now_ns - self.flows[f].clock_offset_ns;
         self.flush_source_samples(f, local);
-        let base = self.scratch.len();
+        let mut out = self.outboxes.take();
         let flow = &mut self.flows[f];
         match &mut flow.source {
             Source::Tcp(s) => {
-                s.on_packet(local, pkt, &mut self.scratch);
+                s.on_packet(local, pkt, &mut out);
                 if let Some(h) = self.rtt_hist.as_deref_mut() {
                     if let Some(r) = s.take_rtt_sample().filter(|_| self.now_ns >= self.warmup_ns) {
                         h.record(r);
@@ -340,10 +340,10 @@ impl World {
             _ => {}
         }
         if let Some(m) = flow.marker.as_deref_mut() {
-            m.mark_all(local, &mut self.scratch[base..]);
+            m.mark_all(local, &mut out);
         }
         let route = flow.fwd_route;
-        self.emit(base, route);
+        self.emit(out, route);
         self.sync_source_timer(f);
     }
 
@@ -354,61 +354,67 @@ impl World {
     pub(super) fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
         let f = pkt.flow as usize;
         let now = self.now_ns;
-        // Replies go to `scratch` after whatever the endpoints that led here
-        // (a source, under departure lookahead) are still sending; see `emit`.
-        let base = self.scratch.len();
         let flow = &mut self.flows[f];
         if arrival_ns > self.next_checkpoint_ns {
             flow.delivered_bytes_at(now); // drop entries that have arrived
             let before = flow.processed_bytes();
             flow.early.push_back((arrival_ns, before));
         }
-        match &mut flow.sink {
-            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut self.scratch),
-            Sink::Datagram(d) => d.on_packet(arrival_ns, pkt, &mut self.scratch),
-        }
         let route = flow.rev_route;
-        for i in base..self.scratch.len() {
-            // A reply leaving later than now (the receiver ran ahead) can
-            // only enter the pure delay its route starts with (see `SinkLine`).
-            // A lossless line takes it straight from `scratch` (see `DelayLine::push`);
-            // during the catch-up `forward` would drop a reply leaving now, so it goes there.
-            let leaves_ns = self.scratch[i].enq_ns;
-            let first = self.routes.stage(route, 0);
+        // A reply leaving later than now (the receiver ran ahead) can only
+        // enter the pure delay its route starts with (see `SinkLine`). A
+        // lossless line takes the replies as the receiver writes them (see
+        // `outbox`); during the catch-up `forward` would drop a reply leaving
+        // now, so they take the general path below.
+        let first = self.routes.stage(route, 0);
+        if let Some(Stage::Line(d)) = first {
+            let line = &mut self.lines[d as usize];
+            if line.lossy_links.is_empty() && !self.catching_up {
+                let mut out = outbox::ReplyToLine { line, events: &mut self.events, d, route, now_ns: now };
+                match &mut flow.sink {
+                    Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
+                    Sink::Datagram(s) => s.on_packet(arrival_ns, pkt, &mut out),
+                }
+                return self.sync_sink_timer(f);
+            }
+        }
+        let mut out = self.outboxes.take();
+        match &mut flow.sink {
+            Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
+            Sink::Datagram(s) => s.on_packet(arrival_ns, pkt, &mut out),
+        }
+        for p in &mut out {
+            let leaves_ns = p.enq_ns;
             if let Some(Stage::Line(d)) = first {
                 let line = &mut self.lines[d as usize];
-                if line.lossy_links.is_empty() && (leaves_ns > now || !self.catching_up) {
-                    if let Some(at) = line.push(leaves_ns.max(now), &self.scratch[i], route, 1) {
+                if line.lossy_links.is_empty() && leaves_ns > now {
+                    if let Some(at) = line.push(leaves_ns, p, route, 1) {
                         self.events.schedule(at, Event::LineArrival(d));
                     }
                     continue;
                 }
             }
-            let mut p = self.scratch[i];
             p.route = route;
             p.hop = 0;
             match first {
-                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(&mut p, line, 0, leaves_ns),
-                _ => self.forward(&mut p),
+                Some(line @ Stage::Line(_)) if leaves_ns > now => self.enter_line(p, line, 0, leaves_ns),
+                _ => self.forward(p),
             }
         }
-        self.scratch.truncate(base);
+        self.outboxes.give_back(out);
         self.sync_sink_timer(f);
     }
 
-    /// Send what an endpoint appended to `scratch` after `base` along
-    /// `route`. An endpoint reached while they are sent (a receiver under
-    /// departure lookahead, any endpoint over a zero-delay path) appends,
-    /// sends and removes its own packets after these, so nothing allocates.
+    /// Send what an endpoint put in `out` along `route`, in place (see
+    /// `outbox`), and return the buffer to the pool.
     #[inline]
-    pub(super) fn emit(&mut self, base: usize, route: u32) {
-        for i in base..self.scratch.len() {
-            let mut p = self.scratch[i];
+    pub(super) fn emit(&mut self, mut out: Vec<Packet>, route: u32) {
+        for p in &mut out {
             p.route = route;
             p.hop = 0;
-            self.forward(&mut p);
+            self.forward(p);
         }
-        self.scratch.truncate(base);
+        self.outboxes.give_back(out);
     }
 
     pub(super) fn on_source_timer(&mut self, f: usize) {
@@ -419,19 +425,18 @@ impl World {
         self.flows[f].source_timer_at = None;
         let local = now - self.flows[f].clock_offset_ns;
         self.flush_source_samples(f, local);
-        let base = self.scratch.len();
-        let out = &mut self.scratch;
+        let mut out = self.outboxes.take();
         match &mut self.flows[f].source {
-            Source::Tcp(s) => s.on_timer(local, out),
-            Source::Cbr(c) => c.on_timer(local, out),
-            Source::Qcn(q) => q.on_timer(local, out),
-            Source::Probe(p) => p.on_timer(local, out),
+            Source::Tcp(s) => s.on_timer(local, &mut out),
+            Source::Cbr(c) => c.on_timer(local, &mut out),
+            Source::Qcn(q) => q.on_timer(local, &mut out),
+            Source::Probe(p) => p.on_timer(local, &mut out),
         }
         if let Some(m) = self.flows[f].marker.as_deref_mut() {
-            m.mark_all(local, &mut self.scratch[base..]);
+            m.mark_all(local, &mut out);
         }
         let route = self.flows[f].fwd_route;
-        self.emit(base, route);
+        self.emit(out, route);
         self.sync_source_timer(f);
     }
 
@@ -441,12 +446,12 @@ impl World {
             return;
         }
         self.flows[f].sink_timer_at = None;
-        let base = self.scratch.len();
+        let mut out = self.outboxes.take();
         if let Sink::Tcp(r) = &mut self.flows[f].sink {
-            r.on_timer(now, &mut self.scratch);
+            r.on_timer(now, &mut out);
         }
         let route = self.flows[f].rev_route;
-        self.emit(base, route);
+        self.emit(out, route);
         self.sync_sink_timer(f);
     }
 
