@@ -16,13 +16,13 @@
 //! rather than 72 bytes straddling two.
 
 use crate::packet::Packet;
-use std::collections::VecDeque;
+use crate::sim::ring::Ring;
 
 #[derive(Debug, Clone)]
 pub struct DelayLine {
     pub delay_ns: u64,
     /// Ordered by `enq_ns`, the arrival time at the line's end.
-    q: VecDeque<Packet>,
+    q: Ring<Packet>,
     /// Links merged into this line that drop or mark at random (usually none).
     pub lossy_links: Vec<u32>,
     /// Time of the pending head event, if any.
@@ -35,7 +35,7 @@ pub struct DelayLine {
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None, head_next: (0, 0) }
+        DelayLine { delay_ns, q: Ring::new(), lossy_links, event_at: None, head_next: (0, 0) }
     }
 
     /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
@@ -55,8 +55,7 @@ impl DelayLine {
             self.insert_sorted(at, src, route, hop);
             return self.rearm();
         }
-        self.q.push_back(*src);
-        stamp(self.q.back_mut().expect("just pushed"), at, route, hop);
+        stamp(self.q.push_back_mut(*src), at, route, hop);
         if self.event_at.is_some() {
             // Appended behind a head whose event is pending (a line with a
             // pending event is never empty, and the event is never later
