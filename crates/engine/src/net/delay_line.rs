@@ -104,10 +104,7 @@ impl DelayLine {
     /// Remove the head if it has arrived by `now_ns`.
     #[inline]
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Packet> {
-        match self.q.front() {
-            Some(p) if p.enq_ns <= now_ns => self.q.pop_front(),
-            _ => None,
-        }
+        self.q.pop_front_if(|p| p.enq_ns <= now_ns)
     }
 
     #[inline]
