@@ -147,9 +147,14 @@ impl<T: Copy> Ring<T> {
         Some(x)
     }
 
+    /// The head is kept below the capacity, so unlike `get(0)` this needs
+    /// no mask.
     #[inline(always)]
     pub fn front(&self) -> Option<&T> {
-        self.get(0)
+        if self.len == 0 {
+            return None;
+        }
+        Some(self.slot(self.head))
     }
 
     #[inline(always)]
