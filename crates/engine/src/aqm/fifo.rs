@@ -16,7 +16,8 @@ pub struct PacketQueue {
 }
 
 impl PacketQueue {
-    /// A queue that reserves room for `pkts` packets at its first push, so
+    /// A queue that reserves room for `pkts` packets (rounded up to a power
+    /// of two, `sim::ring`) at its first push, so
     /// it never reallocates in steady state, while a queue that never holds
     /// a packet (departure lookahead keeps its own records) costs nothing:
     /// a fat tree has thousands, and 250 packets are 16 KB each.

@@ -45,7 +45,9 @@ pub struct Scoreboard {
     /// No retransmission candidate lies below this.
     retx_hint: u64,
     /// Retransmissions in flight, oldest first: (seq, its tx time, snd_nxt
-    /// when it was sent), for lost-retransmission detection.
+    /// when it was sent), for lost-retransmission detection. A `VecDeque`,
+    /// not a `Ring` like `segs`: it is touched only around losses, and a
+    /// ring here cost A-10-ack1 one instruction per packet more (callgrind).
     retx_fifo: VecDeque<(u64, u64, u64)>,
 }
 
