@@ -17,10 +17,10 @@ pub struct PacketQueue {
 
 impl PacketQueue {
     /// A queue that reserves room for `pkts` packets (rounded up to a power
-    /// of two, `sim::ring`) at its first push, so
-    /// it never reallocates in steady state, while a queue that never holds
-    /// a packet (departure lookahead keeps its own records) costs nothing:
-    /// a fat tree has thousands, and 250 packets are 16 KB each.
+    /// of two, `sim::ring`) at its first push, so it never reallocates in
+    /// steady state, while a queue that never holds a packet (departure
+    /// lookahead keeps its own records) costs nothing: a fat tree has
+    /// thousands, and 256 packets are 16 KB each.
     pub fn with_capacity(pkts: usize) -> Self {
         PacketQueue { q: Ring::new(), bytes: 0, reserve: pkts }
     }
