@@ -3,31 +3,32 @@
 
 use super::{DecidesOnArrival, DropReason, Qdisc, QdiscCtx, QdiscEnv, QueueLimit};
 use crate::packet::Packet;
+use crate::sim::ring::Ring;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// A FIFO of packets that tracks its byte backlog.
 #[derive(Debug, Clone, Default)]
 pub struct PacketQueue {
-    q: VecDeque<Packet>,
+    q: Ring<Packet>,
     bytes: u64,
     /// Capacity to reserve at the first push (see `with_capacity`).
     reserve: usize,
 }
 
 impl PacketQueue {
-    /// A queue that reserves room for `pkts` packets at its first push, so
-    /// it never reallocates in steady state, while a queue that never holds
-    /// a packet (departure lookahead keeps its own records) costs nothing:
-    /// a fat tree has thousands, and 250 packets are 16 KB each.
+    /// A queue that reserves room for `pkts` packets (rounded up to a power
+    /// of two, `sim::ring`) at its first push, so it never reallocates in
+    /// steady state, while a queue that never holds a packet (departure
+    /// lookahead keeps its own records) costs nothing: a fat tree has
+    /// thousands, and 256 packets are 16 KB each.
     pub fn with_capacity(pkts: usize) -> Self {
-        PacketQueue { q: VecDeque::new(), bytes: 0, reserve: pkts }
+        PacketQueue { q: Ring::new(), bytes: 0, reserve: pkts }
     }
     #[inline]
     pub fn push(&mut self, pkt: Packet) {
         self.bytes += pkt.size_bytes as u64;
         if self.q.capacity() == 0 {
-            self.q.reserve_exact(self.reserve);
+            self.q.reserve(self.reserve, pkt);
         }
         self.q.push_back(pkt);
     }

@@ -16,13 +16,13 @@
 //! rather than 72 bytes straddling two.
 
 use crate::packet::Packet;
-use std::collections::VecDeque;
+use crate::sim::ring::Ring;
 
 #[derive(Debug, Clone)]
 pub struct DelayLine {
     pub delay_ns: u64,
     /// Ordered by `enq_ns`, the arrival time at the line's end.
-    q: VecDeque<Packet>,
+    q: Ring<Packet>,
     /// Links merged into this line that drop or mark at random (usually none).
     pub lossy_links: Vec<u32>,
     /// Time of the pending head event, if any.
@@ -35,7 +35,7 @@ pub struct DelayLine {
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: VecDeque::new(), lossy_links, event_at: None, head_next: (0, 0) }
+        DelayLine { delay_ns, q: Ring::new(), lossy_links, event_at: None, head_next: (0, 0) }
     }
 
     /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
@@ -54,8 +54,7 @@ impl DelayLine {
         let early = self.q.back().is_some_and(|tail| tail.enq_ns > at);
         // `src` is only read by this copy: a caller that built the packet in
         // registers stores it straight into the slot (see `world::outbox`).
-        self.q.push_back(*src);
-        stamp(self.q.back_mut().expect("just pushed"), at, route, hop);
+        stamp(self.q.push_back_mut(*src), at, route, hop);
         if early {
             self.sort_in_newest();
             return self.rearm();
@@ -109,10 +108,7 @@ impl DelayLine {
     /// Remove the head if it has arrived by `now_ns`.
     #[inline]
     pub fn pop_due(&mut self, now_ns: u64) -> Option<Packet> {
-        match self.q.front() {
-            Some(p) if p.enq_ns <= now_ns => self.q.pop_front(),
-            _ => None,
-        }
+        self.q.pop_front_if(|p| p.enq_ns <= now_ns)
     }
 
     #[inline]

@@ -22,9 +22,9 @@ use crate::aqm::{
 use super::sojourn_log::SojournLog;
 use crate::metrics::histogram::Histogram;
 use crate::packet::Packet;
+use crate::sim::ring::Ring;
 use crate::sim::rng::SimRng;
 use crate::sim::NS_PER_SEC;
-use std::collections::VecDeque;
 
 /// Raw sojourn sample: (dequeue time, sub-queue, flow, sojourn).
 pub type SojournSample = (u64, u8, u32, u64);
@@ -74,7 +74,7 @@ pub struct QueueSlot {
     /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
     tx_carry: u64,
     /// Departure lookahead: accepted packets not yet started, oldest first.
-    waiting: VecDeque<Waiting>,
+    waiting: Ring<Waiting>,
     /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
     /// saves a division per packet when sizes repeat.
     tx_cache: (u32, u64, u64, u64),
@@ -206,7 +206,7 @@ impl Link {
             timer_at: None,
             feedback: vec![],
             departure_lookahead: false,
-            waiting: VecDeque::new(),
+            waiting: Ring::new(),
             waiting_bytes: 0,
             next_start_ns: u64::MAX,
             free_at_ns: 0,

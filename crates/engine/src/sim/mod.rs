@@ -4,6 +4,7 @@
 //! rates are bits per second (`_bps`); sizes are bytes (`_bytes`).
 
 pub mod prefetch;
+pub mod ring;
 pub mod rng;
 pub mod scheduler;
 pub mod units;
