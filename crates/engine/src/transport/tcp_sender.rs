@@ -317,13 +317,16 @@ impl TcpSender {
         }
         let ack_seq = ack.seq.min(self.sb.nxt());
         let rate = &mut self.rate;
-        let (acked, mut delivered) = self.sb.advance_una(ack_seq, |seq, st| {
-            if let Some(r) = rate.as_mut() {
+        // Two instances: without a rate sampler the callback is empty and the
+        // scoreboard drops the acknowledged segments without visiting them.
+        let (acked, mut delivered) = match rate.as_deref_mut() {
+            None => self.sb.advance_una(ack_seq, |_, _| {}),
+            Some(r) => self.sb.advance_una(ack_seq, |seq, st| {
                 if st.flags & super::scoreboard::SACKED == 0 {
                     r.on_delivered(seq, now_ns);
                 }
-            }
-        });
+            }),
+        };
         for i in 0..crate::packet::MAX_SACK_BLOCKS {
             let b = ack.sack_block(i);
             if b.len > 0 {
