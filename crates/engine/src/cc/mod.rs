@@ -129,7 +129,8 @@ pub trait CongestionControl {
     fn on_rto(&mut self, now_ns: u64, in_flight_segs: u32, already_reduced: bool);
     /// Recovery or CWR ended (cumulative ACK passed the recovery point).
     fn on_recovery_exit(&mut self, _now_ns: u64) {}
-    /// A segment was sent (new or retransmission).
+    /// A segment was sent (new or retransmission). Must leave `cwnd()`
+    /// unchanged: the sender reads the window once per sending burst.
     fn on_sent(&mut self, _now_ns: u64, _in_flight_segs: u32) {}
     /// The connection is established (first RTT sample from the handshake).
     fn on_established(&mut self, _ev: &Established) {}

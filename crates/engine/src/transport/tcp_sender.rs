@@ -488,8 +488,9 @@ impl TcpSender {
     fn try_send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
         let pacing_rate = self.pacing_rate_bps();
+        // Read once: sending changes no controller's window (`on_sent` contract).
+        let cwnd = self.cc.cwnd().min(self.rwnd_segs);
         loop {
-            let cwnd = self.cc.cwnd().min(self.rwnd_segs);
             if self.sb.pipe() >= cwnd {
                 self.cwnd_limited = true;
                 break;
