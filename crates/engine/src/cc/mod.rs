@@ -150,6 +150,12 @@ pub trait CongestionControl {
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
     }
+    /// Whether `pacing_rate_bps` can ever return a rate: a controller that
+    /// overrides it must say so here, so the sender can skip the query
+    /// when neither the controller nor the configuration paces.
+    fn may_pace(&self) -> bool {
+        false
+    }
     fn phase(&self) -> Phase {
         if self.cwnd() < self.ssthresh() {
             Phase::SlowStart
@@ -274,6 +280,10 @@ impl CongestionControl for AnyCc {
     #[inline]
     fn pacing_rate_bps(&self) -> Option<u64> {
         dispatch!(self, c => c.pacing_rate_bps())
+    }
+    #[inline]
+    fn may_pace(&self) -> bool {
+        dispatch!(self, c => c.may_pace())
     }
     fn phase(&self) -> Phase {
         dispatch!(self, c => c.phase())

@@ -471,6 +471,9 @@ impl TcpSender {
 
     /// Pacing rate: the controller's own, or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
     fn pacing_rate_bps(&self) -> Option<u64> {
+        if !self.pacing && !self.cc.may_pace() {
+            return None;
+        }
         if let Some(r) = self.cc.pacing_rate_bps() {
             return Some(r);
         }
@@ -490,8 +493,13 @@ impl TcpSender {
         let pacing_rate = self.pacing_rate_bps();
         // Read once: sending changes no controller's window (`on_sent` contract).
         let cwnd = self.cc.cwnd().min(self.rwnd_segs);
+        // Each send adds one to pipe (RFC 6675 §4: a new segment is
+        // outstanding, a retransmission is counted in RetransOut), so it is
+        // counted here rather than recomputed from the scoreboard.
+        let mut pipe = self.sb.pipe();
         loop {
-            if self.sb.pipe() >= cwnd {
+            debug_assert_eq!(pipe, self.sb.pipe());
+            if pipe >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
@@ -506,11 +514,12 @@ impl TcpSender {
             } else {
                 self.cwnd_limited = false;
                 if let Some(r) = &mut self.rate {
-                    r.mark_app_limited(self.sb.pipe());
+                    r.mark_app_limited(pipe);
                 }
                 break;
             };
-            let size = self.send_segment(now_ns, seq, retx, out);
+            let size = self.send_segment(now_ns, seq, retx, pipe, out);
+            pipe += 1;
             if let Some(rate) = pacing_rate {
                 self.pacing_next_ns = self.pacing_next_ns.max(now_ns) + tx_time_ns(size as u64, rate);
             }
@@ -521,7 +530,8 @@ impl TcpSender {
         }
     }
 
-    fn send_segment(&mut self, now_ns: u64, seq: u64, retx: bool, out: &mut Vec<Packet>) -> u32 {
+    /// Send segment `seq` with `pipe` segments in flight before it.
+    fn send_segment(&mut self, now_ns: u64, seq: u64, retx: bool, pipe: u32, out: &mut Vec<Packet>) -> u32 {
         let payload = payload_of(seq, self.mss, self.total_bytes);
         let size = payload + self.header_bytes;
         let mut p = Packet::new(PacketKind::Data, self.flow, size);
@@ -539,7 +549,7 @@ impl TcpSender {
         }
         let st = SegState { tx_ns: now_ns, flags: 0 };
         if let Some(r) = &mut self.rate {
-            r.on_send(seq, now_ns, self.sb.pipe());
+            r.on_send(seq, now_ns, pipe);
         }
         if retx {
             self.sb.mark_retransmitted(seq, st);
@@ -549,7 +559,8 @@ impl TcpSender {
         }
         self.stats.segs_sent += 1;
         self.stats.bytes_sent += payload as u64;
-        self.cc.on_sent(now_ns, self.sb.pipe());
+        debug_assert_eq!(self.sb.pipe(), pipe + 1);
+        self.cc.on_sent(now_ns, pipe + 1);
         out.push(p);
         size
     }
