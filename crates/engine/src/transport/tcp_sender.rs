@@ -454,7 +454,7 @@ impl TcpSender {
             self.stats.finished_ns = Some(now_ns);
             return;
         }
-        self.try_send(now_ns, out);
+        self.send_burst(now_ns, out);
     }
 
     /// RFC 5681 FlightSize, capped at cwnd: data SACKed or sent beyond the
@@ -470,10 +470,18 @@ impl TcpSender {
     }
 
     /// Pacing rate: the controller's own, or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
+    #[inline]
     fn pacing_rate_bps(&self) -> Option<u64> {
+        // Neither the configuration nor the controller paces (the common
+        // case): decided in the caller, the rate computation stays out of line.
         if !self.pacing && !self.cc.may_pace() {
             return None;
         }
+        self.compute_pacing_rate_bps()
+    }
+
+    #[inline(never)]
+    fn compute_pacing_rate_bps(&self) -> Option<u64> {
         if let Some(r) = self.cc.pacing_rate_bps() {
             return Some(r);
         }
@@ -489,6 +497,13 @@ impl TcpSender {
     /// Send what the window (RFC 6675 pipe < cwnd), the receive window and
     /// pacing allow: lost segments first (NextSeg rule 1), then new data.
     fn try_send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+        self.send_burst(now_ns, out)
+    }
+
+    /// `try_send`'s body, inlined into the ACK path (one call and its
+    /// register saves less per ACK); the rarer callers share one copy.
+    #[inline(always)]
+    fn send_burst(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
         let pacing_rate = self.pacing_rate_bps();
         // Read once: sending changes no controller's window (`on_sent` contract).
@@ -531,6 +546,7 @@ impl TcpSender {
     }
 
     /// Send segment `seq` with `pipe` segments in flight before it.
+    #[inline(always)]
     fn send_segment(&mut self, now_ns: u64, seq: u64, retx: bool, pipe: u32, out: &mut Vec<Packet>) -> u32 {
         let payload = payload_of(seq, self.mss, self.total_bytes);
         let size = payload + self.header_bytes;
