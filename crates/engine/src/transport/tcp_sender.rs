@@ -327,15 +327,20 @@ impl TcpSender {
                 }
             }),
         };
-        for i in 0..crate::packet::MAX_SACK_BLOCKS {
-            let b = ack.sack_block(i);
-            if b.len > 0 {
-                let s = ack_seq + b.start_off as u64;
-                delivered += self.sb.sack(s, s + b.len as u64, |seq, _| {
-                    if let Some(r) = rate.as_mut() {
-                        r.on_delivered(seq, now_ns);
-                    }
-                });
+        // RFC 2018 §3: most ACKs carry no SACK option (no hole at the
+        // receiver); one test on all block lengths skips the per-block loop.
+        let any_sack = (0..crate::packet::MAX_SACK_BLOCKS).fold(0, |a, i| a | ack.sack_block(i).len);
+        if any_sack != 0 {
+            for i in 0..crate::packet::MAX_SACK_BLOCKS {
+                let b = ack.sack_block(i);
+                if b.len > 0 {
+                    let s = ack_seq + b.start_off as u64;
+                    delivered += self.sb.sack(s, s + b.len as u64, |seq, _| {
+                        if let Some(r) = rate.as_mut() {
+                            r.on_delivered(seq, now_ns);
+                        }
+                    });
+                }
             }
         }
         if let Some(r) = rate.as_mut() {
