@@ -206,13 +206,9 @@ impl TcpSender {
         match self.state {
             SenderState::Waiting => Some(self.start_ns),
             SenderState::Finished => None,
-            _ => {
-                let pace = self.pace_blocked.then_some(self.pacing_next_ns);
-                match (self.rto_deadline_ns, pace) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
+            // Pacing holds nothing back on most calls: the RTO alone.
+            _ if !self.pace_blocked => self.rto_deadline_ns,
+            _ => Some(self.rto_deadline_ns.map_or(self.pacing_next_ns, |a| a.min(self.pacing_next_ns))),
         }
     }
 
