@@ -241,6 +241,18 @@ macro_rules! dispatch {
     };
 }
 
+impl AnyCc {
+    /// `on_ack`, then the window it leaves, in one dispatch (the sender
+    /// needs both on every ACK).
+    #[inline]
+    pub fn on_ack_then_cwnd(&mut self, ev: &AckEvent) -> u32 {
+        dispatch!(self, c => {
+            c.on_ack(ev);
+            c.cwnd()
+        })
+    }
+}
+
 impl CongestionControl for AnyCc {
     #[inline]
     fn on_ack(&mut self, ev: &AckEvent) {

@@ -447,7 +447,8 @@ impl TcpSender {
             cwnd_limited: self.cwnd_limited,
             rate: rate_sample.as_ref(),
         };
-        self.cc.on_ack(&ev);
+        // The window the ACK leaves, from the same dispatch as the ACK.
+        let cwnd = self.cc.on_ack_then_cwnd(&ev);
 
         if self.total_segs.is_some_and(|t| una >= t) {
             self.state = SenderState::Finished;
@@ -455,7 +456,7 @@ impl TcpSender {
             self.stats.finished_ns = Some(now_ns);
             return;
         }
-        self.send_burst(now_ns, out);
+        self.send_burst(now_ns, cwnd, out);
     }
 
     /// RFC 5681 FlightSize, capped at cwnd: data SACKed or sent beyond the
@@ -498,17 +499,19 @@ impl TcpSender {
     /// Send what the window (RFC 6675 pipe < cwnd), the receive window and
     /// pacing allow: lost segments first (NextSeg rule 1), then new data.
     fn try_send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        self.send_burst(now_ns, out)
+        let cwnd = self.cc.cwnd();
+        self.send_burst(now_ns, cwnd, out)
     }
 
     /// `try_send`'s body, inlined into the ACK path (one call and its
     /// register saves less per ACK); the rarer callers share one copy.
     #[inline(always)]
-    fn send_burst(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+    /// `cwnd` is the controller's window now; it is read once, as sending
+    /// changes no controller's window (`on_sent` contract).
+    fn send_burst(&mut self, now_ns: u64, cwnd: u32, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
         let pacing_rate = self.pacing_rate_bps();
-        // Read once: sending changes no controller's window (`on_sent` contract).
-        let cwnd = self.cc.cwnd().min(self.rwnd_segs);
+        let cwnd = cwnd.min(self.rwnd_segs);
         // Each send adds one to pipe (RFC 6675 §4: a new segment is
         // outstanding, a retransmission is counted in RetransOut), so it is
         // counted here rather than recomputed from the scoreboard.
