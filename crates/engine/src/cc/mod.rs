@@ -150,12 +150,6 @@ pub trait CongestionControl {
     fn pacing_rate_bps(&self) -> Option<u64> {
         None
     }
-    /// Whether `pacing_rate_bps` can ever return a rate: a controller that
-    /// overrides it must say so here, so the sender can skip the query
-    /// when neither the controller nor the configuration paces.
-    fn may_pace(&self) -> bool {
-        false
-    }
     fn phase(&self) -> Phase {
         if self.cwnd() < self.ssthresh() {
             Phase::SlowStart
@@ -242,13 +236,13 @@ macro_rules! dispatch {
 }
 
 impl AnyCc {
-    /// `on_ack`, then the window it leaves, in one dispatch (the sender
-    /// needs both on every ACK).
+    /// `on_ack`, then the window and pacing rate it leaves, in one
+    /// dispatch (the sender needs all three on every ACK).
     #[inline]
-    pub fn on_ack_then_cwnd(&mut self, ev: &AckEvent) -> u32 {
+    pub fn on_ack_then_window(&mut self, ev: &AckEvent) -> (u32, Option<u64>) {
         dispatch!(self, c => {
             c.on_ack(ev);
-            c.cwnd()
+            (c.cwnd(), c.pacing_rate_bps())
         })
     }
 }
@@ -292,10 +286,6 @@ impl CongestionControl for AnyCc {
     #[inline]
     fn pacing_rate_bps(&self) -> Option<u64> {
         dispatch!(self, c => c.pacing_rate_bps())
-    }
-    #[inline]
-    fn may_pace(&self) -> bool {
-        dispatch!(self, c => c.may_pace())
     }
     fn phase(&self) -> Phase {
         dispatch!(self, c => c.phase())

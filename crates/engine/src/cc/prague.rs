@@ -379,10 +379,6 @@ impl CongestionControl for Prague {
         }
     }
 
-    fn may_pace(&self) -> bool {
-        true
-    }
-
     fn pacing_rate_bps(&self) -> Option<u64> {
         if self.fallback.is_some() || self.srtt_ns == 0 || self.segment_bytes == 0 {
             return None;

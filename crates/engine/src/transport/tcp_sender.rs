@@ -447,8 +447,8 @@ impl TcpSender {
             cwnd_limited: self.cwnd_limited,
             rate: rate_sample.as_ref(),
         };
-        // The window the ACK leaves, from the same dispatch as the ACK.
-        let cwnd = self.cc.on_ack_then_cwnd(&ev);
+        // The window and pacing rate the ACK leaves, from the same dispatch.
+        let (cwnd, cc_rate) = self.cc.on_ack_then_window(&ev);
 
         if self.total_segs.is_some_and(|t| una >= t) {
             self.state = SenderState::Finished;
@@ -456,7 +456,7 @@ impl TcpSender {
             self.stats.finished_ns = Some(now_ns);
             return;
         }
-        self.send_burst(now_ns, cwnd, out);
+        self.send_burst(now_ns, cwnd, cc_rate, out);
     }
 
     /// RFC 5681 FlightSize, capped at cwnd: data SACKed or sent beyond the
@@ -471,23 +471,24 @@ impl TcpSender {
         self.total_segs.is_none_or(|t| self.sb.nxt() < t) && self.stop_ns.is_none_or(|s| now_ns < s)
     }
 
-    /// Pacing rate: the controller's own, or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
+    /// Pacing rate: the controller's own (`cc_rate`, its `pacing_rate_bps`),
+    /// or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
     #[inline]
-    fn pacing_rate_bps(&self) -> Option<u64> {
-        // Neither the configuration nor the controller paces (the common
-        // case): decided in the caller, the rate computation stays out of line.
-        if !self.pacing && !self.cc.may_pace() {
+    fn pacing_rate_bps(&self, cc_rate: Option<u64>) -> Option<u64> {
+        if cc_rate.is_some() {
+            return cc_rate;
+        }
+        // Pacing off (the default): decided in the caller, the rate
+        // computation stays out of line.
+        if !self.pacing {
             return None;
         }
-        self.compute_pacing_rate_bps()
+        self.own_pacing_rate_bps()
     }
 
     #[inline(never)]
-    fn compute_pacing_rate_bps(&self) -> Option<u64> {
-        if let Some(r) = self.cc.pacing_rate_bps() {
-            return Some(r);
-        }
-        if !self.pacing || !self.rtt.has_sample() {
+    fn own_pacing_rate_bps(&self) -> Option<u64> {
+        if !self.rtt.has_sample() {
             return None;
         }
         let cwnd = self.cc.cwnd();
@@ -499,18 +500,20 @@ impl TcpSender {
     /// Send what the window (RFC 6675 pipe < cwnd), the receive window and
     /// pacing allow: lost segments first (NextSeg rule 1), then new data.
     fn try_send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        let cwnd = self.cc.cwnd();
-        self.send_burst(now_ns, cwnd, out)
+        let (cwnd, cc_rate) = (self.cc.cwnd(), self.cc.pacing_rate_bps());
+        self.send_burst(now_ns, cwnd, cc_rate, out)
     }
 
     /// `try_send`'s body, inlined into the ACK path (one call and its
     /// register saves less per ACK); the rarer callers share one copy.
     #[inline(always)]
-    /// `cwnd` is the controller's window now; it is read once, as sending
-    /// changes no controller's window (`on_sent` contract).
-    fn send_burst(&mut self, now_ns: u64, cwnd: u32, out: &mut Vec<Packet>) {
+    /// `cwnd` and `cc_rate` are the controller's window and pacing rate now;
+    /// they are read once, as sending changes no controller's window
+    /// (`on_sent` contract; Prague's pacing rate follows `on_sent`, but only
+    /// from the next burst on, as before).
+    fn send_burst(&mut self, now_ns: u64, cwnd: u32, cc_rate: Option<u64>, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
-        let pacing_rate = self.pacing_rate_bps();
+        let pacing_rate = self.pacing_rate_bps(cc_rate);
         let cwnd = cwnd.min(self.rwnd_segs);
         // Each send adds one to pipe (RFC 6675 §4: a new segment is
         // outstanding, a retransmission is counted in RetransOut), so it is

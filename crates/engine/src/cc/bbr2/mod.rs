@@ -439,9 +439,6 @@ impl CongestionControl for Bbr2 {
     fn ssthresh(&self) -> u32 {
         self.ssthresh
     }
-    fn may_pace(&self) -> bool {
-        true
-    }
     fn pacing_rate_bps(&self) -> Option<u64> {
         (self.pacing_rate > 0.0).then(|| ((self.pacing_rate * self.segment_bytes as f64 * 8.0) as u64).max(1))
     }
