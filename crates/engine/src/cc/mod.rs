@@ -353,6 +353,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn on_sent_leaves_every_controllers_window_unchanged() {
+        // The sender reads cwnd once per sending burst (tcp_sender::send_burst).
+        for entry in REGISTRY {
+            let (mut cc, _) = (entry.build)(&serde_json::json!({})).unwrap();
+            cc.on_established(&Established { now_ns: 0, srtt_ns: 1_000_000, segment_bytes: 1500, accurate_ecn: true });
+            for (i, in_flight) in [0u32, 1, 9, 10, 11, 1000].into_iter().enumerate() {
+                let before = cc.cwnd();
+                cc.on_sent(i as u64 * 1000, in_flight);
+                assert_eq!(cc.cwnd(), before, "{}: on_sent({in_flight}) changed cwnd", entry.name);
+            }
+        }
+    }
+
+    #[test]
     fn slow_start_counts_acked_segments_up_to_ssthresh() {
         let mut cwnd = 10;
         assert_eq!(slow_start(&mut cwnd, 100, 2), 0);

@@ -506,11 +506,11 @@ impl TcpSender {
 
     /// `try_send`'s body, inlined into the ACK path (one call and its
     /// register saves less per ACK); the rarer callers share one copy.
-    #[inline(always)]
     /// `cwnd` and `cc_rate` are the controller's window and pacing rate now;
     /// they are read once, as sending changes no controller's window
     /// (`on_sent` contract; Prague's pacing rate follows `on_sent`, but only
     /// from the next burst on, as before).
+    #[inline(always)]
     fn send_burst(&mut self, now_ns: u64, cwnd: u32, cc_rate: Option<u64>, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
         let pacing_rate = self.pacing_rate_bps(cc_rate);
