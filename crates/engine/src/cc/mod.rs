@@ -129,7 +129,8 @@ pub trait CongestionControl {
     fn on_rto(&mut self, now_ns: u64, in_flight_segs: u32, already_reduced: bool);
     /// Recovery or CWR ended (cumulative ACK passed the recovery point).
     fn on_recovery_exit(&mut self, _now_ns: u64) {}
-    /// A segment was sent (new or retransmission).
+    /// A segment was sent (new or retransmission). Must leave `cwnd()`
+    /// unchanged: the sender reads the window once per sending burst.
     fn on_sent(&mut self, _now_ns: u64, _in_flight_segs: u32) {}
     /// The connection is established (first RTT sample from the handshake).
     fn on_established(&mut self, _ev: &Established) {}
@@ -232,6 +233,18 @@ macro_rules! dispatch {
             AnyCc::Prague($c) => $e,
         }
     };
+}
+
+impl AnyCc {
+    /// `on_ack`, then the window and pacing rate it leaves, in one
+    /// dispatch (the sender needs all three on every ACK).
+    #[inline]
+    pub fn on_ack_then_window(&mut self, ev: &AckEvent) -> (u32, Option<u64>) {
+        dispatch!(self, c => {
+            c.on_ack(ev);
+            (c.cwnd(), c.pacing_rate_bps())
+        })
+    }
 }
 
 impl CongestionControl for AnyCc {
@@ -338,6 +351,20 @@ pub fn lookup(name: &str) -> Option<&'static CcEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_sent_leaves_every_controllers_window_unchanged() {
+        // The sender reads cwnd once per sending burst (tcp_sender::send_burst).
+        for entry in REGISTRY {
+            let (mut cc, _) = (entry.build)(&serde_json::json!({})).unwrap();
+            cc.on_established(&Established { now_ns: 0, srtt_ns: 1_000_000, segment_bytes: 1500, accurate_ecn: true });
+            for (i, in_flight) in [0u32, 1, 9, 10, 11, 1000].into_iter().enumerate() {
+                let before = cc.cwnd();
+                cc.on_sent(i as u64 * 1000, in_flight);
+                assert_eq!(cc.cwnd(), before, "{}: on_sent({in_flight}) changed cwnd", entry.name);
+            }
+        }
+    }
 
     #[test]
     fn slow_start_counts_acked_segments_up_to_ssthresh() {

@@ -21,12 +21,16 @@ pub struct RttEstimator {
     min_rtt_ns: u64,
     latest_ns: u64,
     has_sample: bool,
-    rto_min_ns: u64,
+    /// max(G, rto_min): the floor of the variance term, fixed per flow
+    /// (clock granularity G, RFC 6298 §2.3, and the Linux-style minimum).
+    var_floor_ns: u64,
     rto_max_ns: u64,
     rto_initial_ns: u64,
-    /// Clock granularity G (RFC 6298 §2.3).
-    granularity_ns: u64,
 }
+
+/// Clock granularity G (RFC 6298 §2.3): Linux jiffies-free high-resolution
+/// timers, so 1 µs is a fair G.
+const GRANULARITY_NS: u64 = 1_000;
 
 impl RttEstimator {
     pub fn new(rto_min_ns: u64, rto_max_ns: u64, rto_initial_ns: u64) -> Self {
@@ -36,11 +40,9 @@ impl RttEstimator {
             min_rtt_ns: u64::MAX,
             latest_ns: 0,
             has_sample: false,
-            rto_min_ns,
+            var_floor_ns: GRANULARITY_NS.max(rto_min_ns),
             rto_max_ns,
             rto_initial_ns,
-            // Linux jiffies-free high-resolution timers: 1 µs is a fair G.
-            granularity_ns: 1_000,
         }
     }
 
@@ -64,7 +66,7 @@ impl RttEstimator {
         if !self.has_sample {
             return self.rto_initial_ns;
         }
-        let var = self.granularity_ns.max(4 * self.rttvar_ns).max(self.rto_min_ns);
+        let var = (4 * self.rttvar_ns).max(self.var_floor_ns);
         (self.srtt_ns + var).min(self.rto_max_ns)
     }
 

@@ -116,34 +116,36 @@ impl Scoreboard {
             return (0, 0);
         }
         let acked = (ack - self.una) as u32;
-        let delivered = if self.sacked == 0 && self.lost == 0 && self.retrans_out == 0 {
-            // Nothing SACKed, lost or retransmitted (so no SACKed ranges):
-            // every acknowledged segment is newly delivered.
+        if self.sacked == 0 && self.lost == 0 && self.retrans_out == 0 {
+            // Nothing SACKed, lost or retransmitted (so no SACKed ranges to
+            // trim): every acknowledged segment is newly delivered.
             let mut seq = self.una;
             self.segs.drain_front(acked as usize).for_each(|s| {
                 on_leave(seq, &s);
                 seq += 1;
             });
-            acked
-        } else {
-            let mut delivered = 0;
-            for seq in self.una..ack {
-                let s = self.segs.pop_front().expect("ack within outstanding");
-                if s.flags & SACKED != 0 {
-                    self.sacked -= 1;
-                } else {
-                    delivered += 1;
-                }
-                if s.flags & LOST != 0 {
-                    self.lost -= 1;
-                }
-                if s.flags & RETRANS != 0 {
-                    self.retrans_out -= 1;
-                }
-                on_leave(seq, &s);
+            debug_assert!(self.ranges.is_empty());
+            self.una = ack;
+            self.lost_scan = self.lost_scan.max(ack);
+            self.retx_hint = self.retx_hint.max(ack);
+            return (acked, acked);
+        }
+        let mut delivered = 0;
+        for seq in self.una..ack {
+            let s = self.segs.pop_front().expect("ack within outstanding");
+            if s.flags & SACKED != 0 {
+                self.sacked -= 1;
+            } else {
+                delivered += 1;
             }
-            delivered
-        };
+            if s.flags & LOST != 0 {
+                self.lost -= 1;
+            }
+            if s.flags & RETRANS != 0 {
+                self.retrans_out -= 1;
+            }
+            on_leave(seq, &s);
+        }
         self.una = ack;
         let drop_to = self.ranges.iter().take_while(|r| r.1 <= ack).count();
         self.ranges.drain(..drop_to);

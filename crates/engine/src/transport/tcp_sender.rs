@@ -206,13 +206,9 @@ impl TcpSender {
         match self.state {
             SenderState::Waiting => Some(self.start_ns),
             SenderState::Finished => None,
-            _ => {
-                let pace = self.pace_blocked.then_some(self.pacing_next_ns);
-                match (self.rto_deadline_ns, pace) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
+            // Pacing holds nothing back on most calls: the RTO alone.
+            _ if !self.pace_blocked => self.rto_deadline_ns,
+            _ => Some(self.rto_deadline_ns.map_or(self.pacing_next_ns, |a| a.min(self.pacing_next_ns))),
         }
     }
 
@@ -317,22 +313,30 @@ impl TcpSender {
         }
         let ack_seq = ack.seq.min(self.sb.nxt());
         let rate = &mut self.rate;
-        let (acked, mut delivered) = self.sb.advance_una(ack_seq, |seq, st| {
-            if let Some(r) = rate.as_mut() {
+        // Two instances: without a rate sampler the callback is empty and the
+        // scoreboard drops the acknowledged segments without visiting them.
+        let (acked, mut delivered) = match rate.as_deref_mut() {
+            None => self.sb.advance_una(ack_seq, |_, _| {}),
+            Some(r) => self.sb.advance_una(ack_seq, |seq, st| {
                 if st.flags & super::scoreboard::SACKED == 0 {
                     r.on_delivered(seq, now_ns);
                 }
-            }
-        });
-        for i in 0..crate::packet::MAX_SACK_BLOCKS {
-            let b = ack.sack_block(i);
-            if b.len > 0 {
-                let s = ack_seq + b.start_off as u64;
-                delivered += self.sb.sack(s, s + b.len as u64, |seq, _| {
-                    if let Some(r) = rate.as_mut() {
-                        r.on_delivered(seq, now_ns);
-                    }
-                });
+            }),
+        };
+        // RFC 2018 §3: most ACKs carry no SACK option (no hole at the
+        // receiver); one test on all block lengths skips the per-block loop.
+        let any_sack = (0..crate::packet::MAX_SACK_BLOCKS).fold(0, |a, i| a | ack.sack_block(i).len);
+        if any_sack != 0 {
+            for i in 0..crate::packet::MAX_SACK_BLOCKS {
+                let b = ack.sack_block(i);
+                if b.len > 0 {
+                    let s = ack_seq + b.start_off as u64;
+                    delivered += self.sb.sack(s, s + b.len as u64, |seq, _| {
+                        if let Some(r) = rate.as_mut() {
+                            r.on_delivered(seq, now_ns);
+                        }
+                    });
+                }
             }
         }
         if let Some(r) = rate.as_mut() {
@@ -443,7 +447,8 @@ impl TcpSender {
             cwnd_limited: self.cwnd_limited,
             rate: rate_sample.as_ref(),
         };
-        self.cc.on_ack(&ev);
+        // The window and pacing rate the ACK leaves, from the same dispatch.
+        let (cwnd, cc_rate) = self.cc.on_ack_then_window(&ev);
 
         if self.total_segs.is_some_and(|t| una >= t) {
             self.state = SenderState::Finished;
@@ -451,7 +456,7 @@ impl TcpSender {
             self.stats.finished_ns = Some(now_ns);
             return;
         }
-        self.try_send(now_ns, out);
+        self.send_burst(now_ns, cwnd, cc_rate, out);
     }
 
     /// RFC 5681 FlightSize, capped at cwnd: data SACKed or sent beyond the
@@ -466,12 +471,24 @@ impl TcpSender {
         self.total_segs.is_none_or(|t| self.sb.nxt() < t) && self.stop_ns.is_none_or(|s| now_ns < s)
     }
 
-    /// Pacing rate: the controller's own, or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
-    fn pacing_rate_bps(&self) -> Option<u64> {
-        if let Some(r) = self.cc.pacing_rate_bps() {
-            return Some(r);
+    /// Pacing rate: the controller's own (`cc_rate`, its `pacing_rate_bps`),
+    /// or cwnd/srtt scaled (Linux `tcp_update_pacing_rate`).
+    #[inline]
+    fn pacing_rate_bps(&self, cc_rate: Option<u64>) -> Option<u64> {
+        if cc_rate.is_some() {
+            return cc_rate;
         }
-        if !self.pacing || !self.rtt.has_sample() {
+        // Pacing off (the default): decided in the caller, the rate
+        // computation stays out of line.
+        if !self.pacing {
+            return None;
+        }
+        self.own_pacing_rate_bps()
+    }
+
+    #[inline(never)]
+    fn own_pacing_rate_bps(&self) -> Option<u64> {
+        if !self.rtt.has_sample() {
             return None;
         }
         let cwnd = self.cc.cwnd();
@@ -483,11 +500,28 @@ impl TcpSender {
     /// Send what the window (RFC 6675 pipe < cwnd), the receive window and
     /// pacing allow: lost segments first (NextSeg rule 1), then new data.
     fn try_send(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+        let (cwnd, cc_rate) = (self.cc.cwnd(), self.cc.pacing_rate_bps());
+        self.send_burst(now_ns, cwnd, cc_rate, out)
+    }
+
+    /// `try_send`'s body, inlined into the ACK path (one call and its
+    /// register saves less per ACK); the rarer callers share one copy.
+    /// `cwnd` and `cc_rate` are the controller's window and pacing rate now;
+    /// they are read once, as sending changes no controller's window
+    /// (`on_sent` contract; Prague's pacing rate follows `on_sent`, but only
+    /// from the next burst on, as before).
+    #[inline(always)]
+    fn send_burst(&mut self, now_ns: u64, cwnd: u32, cc_rate: Option<u64>, out: &mut Vec<Packet>) {
         self.pace_blocked = false;
-        let pacing_rate = self.pacing_rate_bps();
+        let pacing_rate = self.pacing_rate_bps(cc_rate);
+        let cwnd = cwnd.min(self.rwnd_segs);
+        // Each send adds one to pipe (RFC 6675 §4: a new segment is
+        // outstanding, a retransmission is counted in RetransOut), so it is
+        // counted here rather than recomputed from the scoreboard.
+        let mut pipe = self.sb.pipe();
         loop {
-            let cwnd = self.cc.cwnd().min(self.rwnd_segs);
-            if self.sb.pipe() >= cwnd {
+            debug_assert_eq!(pipe, self.sb.pipe());
+            if pipe >= cwnd {
                 self.cwnd_limited = true;
                 break;
             }
@@ -502,11 +536,12 @@ impl TcpSender {
             } else {
                 self.cwnd_limited = false;
                 if let Some(r) = &mut self.rate {
-                    r.mark_app_limited(self.sb.pipe());
+                    r.mark_app_limited(pipe);
                 }
                 break;
             };
-            let size = self.send_segment(now_ns, seq, retx, out);
+            let size = self.send_segment(now_ns, seq, retx, pipe, out);
+            pipe += 1;
             if let Some(rate) = pacing_rate {
                 self.pacing_next_ns = self.pacing_next_ns.max(now_ns) + tx_time_ns(size as u64, rate);
             }
@@ -517,7 +552,9 @@ impl TcpSender {
         }
     }
 
-    fn send_segment(&mut self, now_ns: u64, seq: u64, retx: bool, out: &mut Vec<Packet>) -> u32 {
+    /// Send segment `seq` with `pipe` segments in flight before it.
+    #[inline(always)]
+    fn send_segment(&mut self, now_ns: u64, seq: u64, retx: bool, pipe: u32, out: &mut Vec<Packet>) -> u32 {
         let payload = payload_of(seq, self.mss, self.total_bytes);
         let size = payload + self.header_bytes;
         let mut p = Packet::new(PacketKind::Data, self.flow, size);
@@ -535,7 +572,7 @@ impl TcpSender {
         }
         let st = SegState { tx_ns: now_ns, flags: 0 };
         if let Some(r) = &mut self.rate {
-            r.on_send(seq, now_ns, self.sb.pipe());
+            r.on_send(seq, now_ns, pipe);
         }
         if retx {
             self.sb.mark_retransmitted(seq, st);
@@ -545,7 +582,8 @@ impl TcpSender {
         }
         self.stats.segs_sent += 1;
         self.stats.bytes_sent += payload as u64;
-        self.cc.on_sent(now_ns, self.sb.pipe());
+        debug_assert_eq!(self.sb.pipe(), pipe + 1);
+        self.cc.on_sent(now_ns, pipe + 1);
         out.push(p);
         size
     }
