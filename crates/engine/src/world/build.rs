@@ -208,6 +208,10 @@ impl World {
         if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
             route::make_sink_line(&mut fwd);
         }
+        let reply_line = match rev.first() {
+            Some(&Stage::Line(d)) if self.lines[d as usize].lossy_links.is_empty() => Some(d),
+            _ => None,
+        };
         let fwd_route = self.routes.intern(fwd);
         let rev_route = self.routes.intern(rev);
         let (source, sink) = match rate_based {
@@ -249,6 +253,7 @@ impl World {
             sink,
             fwd_route,
             rev_route,
+            reply_line,
             source_timer_at: None,
             sink_timer_at: None,
             delivered_at_warmup: 0,

@@ -16,6 +16,10 @@ pub struct Flow {
     pub sink: Sink,
     pub(super) fwd_route: u32,
     pub(super) rev_route: u32,
+    /// The delay line the reverse route starts with, if it is lossless: the
+    /// receiver's replies go straight into it (`ReplyToLine`). Noted here so
+    /// that a delivery does not look it up through the route and the line.
+    pub(super) reply_line: Option<u32>,
     pub(super) source_timer_at: Option<u64>,
     pub(super) sink_timer_at: Option<u64>,
     /// Receiver's delivered bytes when warm-up ended.

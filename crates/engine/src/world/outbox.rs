@@ -109,18 +109,16 @@ impl World {
         // lossless line takes the replies as the receiver writes them
         // ([`ReplyToLine`]); during the catch-up `forward` would drop a reply
         // leaving now, so they take the general path below.
-        let first = self.routes.stage(route, 0);
-        if let Some(Stage::Line(d)) = first {
+        if let (Some(d), false) = (flow.reply_line, self.catching_up) {
             let line = &mut self.lines[d as usize];
-            if line.lossy_links.is_empty() && !self.catching_up {
-                let mut out = ReplyToLine { line, events: &mut self.events, d, route, now_ns: now };
-                match &mut flow.sink {
-                    Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
-                    Sink::Datagram(s) => s.on_packet(arrival_ns, pkt, &mut out),
-                }
-                return self.sync_sink_timer(f);
+            let mut out = ReplyToLine { line, events: &mut self.events, d, route, now_ns: now };
+            match &mut flow.sink {
+                Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
+                Sink::Datagram(s) => s.on_packet(arrival_ns, pkt, &mut out),
             }
+            return self.sync_sink_timer(f);
         }
+        let first = self.routes.stage(route, 0);
         let mut out = self.outboxes.take();
         match &mut flow.sink {
             Sink::Tcp(r) => r.on_packet(arrival_ns, pkt, &mut out),
