@@ -107,8 +107,9 @@ impl World {
         // A reply leaving later than now (the receiver ran ahead) can only
         // enter the pure delay its route starts with (see `SinkLine`). A
         // lossless line takes the replies as the receiver writes them
-        // ([`ReplyToLine`]); during the catch-up `forward` would drop a reply
-        // leaving now, so they take the general path below.
+        // ([`ReplyToLine`]). Otherwise (a lossy line, or during the catch-up,
+        // where `forward` drops a reply leaving now) a reply leaving later
+        // enters the line through `enter_line`, one leaving now is forwarded.
         if let (Some(d), false) = (flow.reply_line, self.catching_up) {
             let line = &mut self.lines[d as usize];
             let mut out = ReplyToLine { line, events: &mut self.events, d, route, now_ns: now };
@@ -126,15 +127,6 @@ impl World {
         }
         for p in &mut out {
             let leaves_ns = p.enq_ns;
-            if let Some(Stage::Line(d)) = first {
-                let line = &mut self.lines[d as usize];
-                if line.lossy_links.is_empty() && leaves_ns > now {
-                    if let Some(at) = line.push(leaves_ns, p, route, 1) {
-                        self.events.schedule(at, Event::LineArrival(d));
-                    }
-                    continue;
-                }
-            }
             p.route = route;
             p.hop = 0;
             match first {
