@@ -3,11 +3,13 @@
 //! Time is `u64` nanoseconds everywhere in the engine (names end in `_ns`);
 //! rates are bits per second (`_bps`); sizes are bytes (`_bytes`).
 
+mod heap;
 pub mod prefetch;
 pub mod ring;
 pub mod rng;
 pub mod scheduler;
 pub mod units;
+mod wheel;
 
 pub const NS_PER_US: u64 = 1_000;
 pub const NS_PER_MS: u64 = 1_000_000;

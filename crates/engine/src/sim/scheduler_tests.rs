@@ -49,7 +49,7 @@ fn random_schedules_pop_sorted_against_a_reference() {
     for round in 0..20_000 {
         if rng.below(3) > 0 || q.is_empty() {
             let t = now + rng.below(1000);
-            // Mix both internal heaps.
+            // Mix both wheels.
             let ev = if seq % 3 == 0 { Event::SenderTimer(seq as u32) } else { Event::LineArrival(seq as u32) };
             q.schedule(t, ev);
             reference.push((t, seq));
@@ -64,37 +64,35 @@ fn random_schedules_pop_sorted_against_a_reference() {
     }
 }
 
-#[test]
-fn far_timers_pop_sorted_through_the_buckets_and_the_overflow() {
-    // Timers from nanoseconds to seconds ahead: within one bucket, across
-    // the ring (about 1 ms per bucket, 1.07 s in all), beyond it into the
-    // overflow, and after gaps that make the ring jump; equal times too.
-    let mut rng = crate::sim::rng::SimRng::derive(4, crate::sim::rng::Domain::Queue, 1);
+/// Events from nanoseconds to seconds ahead, `kind` making each one; both
+/// wheels' buckets (8 ns for packet events, about 1 ms for timers), their
+/// reach (65.5 µs and 1.07 s), the overflow beyond it, gaps that make a
+/// wheel jump, and equal times. Pops are checked against a sorted reference.
+fn pops_sorted_from_near_to_far(seed: u64, kind: fn(u32) -> Event) {
+    let mut rng = crate::sim::rng::SimRng::derive(seed, crate::sim::rng::Domain::Queue, 1);
     let mut q = EventQueue::new();
     let mut reference: Vec<(u64, u64)> = vec![];
     let (mut seq, mut now) = (0u64, 0u64);
     let mut popped = 0;
     for round in 0..40_000 {
         if rng.below(2) == 0 || q.is_empty() {
-            let ahead = match rng.below(5) {
-                0 => rng.below(2_000),
-                1 => rng.below(5_000_000),
-                2 => rng.below(1_500_000_000),
-                3 => 3_000_000_000 + rng.below(3),
+            let ahead = match rng.below(8) {
+                0 => rng.below(8),
+                1 => rng.below(2_000),
+                2 => rng.below(70_000),
+                3 => rng.below(5_000_000),
+                4 => rng.below(1_500_000_000),
+                5 => 3_000_000_000 + rng.below(3),
                 _ => 0,
             };
             let t = now + ahead;
-            q.schedule(t, Event::SenderTimer(seq as u32));
+            q.schedule(t, kind(seq as u32));
             reference.push((t, seq));
             seq += 1;
         } else {
             reference.sort();
             let (t, s) = reference.remove(0);
-            assert_eq!(
-                q.pop(),
-                Some((t, Event::SenderTimer(s as u32))),
-                "round {round}"
-            );
+            assert_eq!(q.pop(), Some((t, kind(s as u32))), "round {round}");
             now = t;
             popped += 1;
         }
@@ -102,9 +100,19 @@ fn far_timers_pop_sorted_through_the_buckets_and_the_overflow() {
     while let Some((t, ev)) = q.pop() {
         reference.sort();
         let (rt, s) = reference.remove(0);
-        assert_eq!((t, ev), (rt, Event::SenderTimer(s as u32)));
+        assert_eq!((t, ev), (rt, kind(s as u32)));
     }
     assert!(reference.is_empty() && popped > 10_000);
+}
+
+#[test]
+fn far_timers_pop_sorted_through_the_buckets_and_the_overflow() {
+    pops_sorted_from_near_to_far(4, Event::SenderTimer);
+}
+
+#[test]
+fn packet_events_pop_sorted_through_the_buckets_and_the_overflow() {
+    pops_sorted_from_near_to_far(5, Event::LineArrival);
 }
 
 #[test]

@@ -1,0 +1,249 @@
+//! A timing wheel in front of a small heap: the event list's two halves
+//! (packet events and timers, `scheduler.rs`) are each one of these, with
+//! buckets of different widths.
+//!
+//! Only the entries before `horizon_ns` are in a short sorted run (`near`); later ones
+//! wait unsorted in fixed-width buckets (a push touches a bucket's list head,
+//! one occupancy bit and a slot), those beyond the ring's reach in
+//! `overflow`. When `near` runs dry, the next occupied bucket (found through
+//! the occupancy bits, so empty buckets cost a bit each, not a visit) is
+//! poured into it. Every entry in `near` is earlier than every entry outside
+//! it, so its top is the least entry and the pop order is exactly that of a
+//! single heap: keys are unique, so no structure can order them differently.
+//!
+//! Why: a heap of hundreds of pending packet events (one per busy port of a
+//! fat tree) makes every event sift a new entry through four or five levels,
+//! about a fifth of a fat tree's time (docs/performance.md); a bucket push,
+//! and sorting the few entries of a bucket once, do not grow with the
+//! number pending.
+
+use super::heap::{Entry, Heap, EMPTY};
+
+/// End of a bucket's list, and an empty free list.
+const NIL: u32 = u32::MAX;
+
+/// Buckets of `2^SHIFT` ns, `BUCKETS` of them (a power of two, `WORDS` × 64:
+/// one occupancy bit each), reaching `BUCKETS · 2^SHIFT` ns past the horizon.
+/// Fixed-size tables, so that a masked bucket index needs no bounds check.
+#[derive(Debug)]
+pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> {
+    near: Run,
+    /// Start of the bucket at `cursor`; `near` holds exactly the entries before it.
+    horizon_ns: u64,
+    cursor: usize,
+    /// Bucket `(cursor + k) % BUCKETS` holds the entries in
+    /// `[horizon + k·2^SHIFT, horizon + (k+1)·2^SHIFT)`, as a list of slots.
+    heads: Box<[u32; BUCKETS]>,
+    /// One bit per bucket: set iff its list is not empty.
+    occupied: Box<[u64; WORDS]>,
+    /// The lists' storage: slot `s` holds `entries[s]`, linked to the next
+    /// slot of its bucket by `next[s]`. Freed slots are chained from `free`
+    /// and reused, so steady state allocates nothing.
+    entries: Vec<Entry>,
+    next: Vec<u32>,
+    free: u32,
+    in_ring: usize,
+    overflow: Heap,
+}
+
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Default
+    for Wheel<SHIFT, BUCKETS, WORDS>
+{
+    fn default() -> Self {
+        assert!(
+            BUCKETS.is_power_of_two() && BUCKETS == WORDS * 64,
+            "a wheel's buckets are 64 per occupancy word"
+        );
+        Wheel {
+            near: Run::default(),
+            horizon_ns: 0,
+            cursor: 0,
+            heads: vec![NIL; BUCKETS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("BUCKETS heads"),
+            occupied: vec![0; WORDS]
+                .into_boxed_slice()
+                .try_into()
+                .expect("WORDS words"),
+            entries: Vec::new(),
+            next: Vec::new(),
+            free: NIL,
+            in_ring: 0,
+            overflow: Heap::default(),
+        }
+    }
+}
+
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BUCKETS, WORDS> {
+    const MASK: usize = BUCKETS - 1;
+
+    /// Add an entry. `near` is never left empty while the wheel holds
+    /// entries (here and in `take_top`), so `top` needs no settling.
+    #[inline]
+    pub(super) fn push(&mut self, e: Entry) {
+        self.place(e);
+        if self.near.v.is_empty() {
+            self.refill();
+        }
+    }
+
+    #[inline]
+    fn place(&mut self, e: Entry) {
+        let k = e.time_ns.wrapping_sub(self.horizon_ns) >> SHIFT;
+        if e.time_ns < self.horizon_ns || k >= BUCKETS as u64 {
+            return self.push_outside_ring(e);
+        }
+        let b = (self.cursor + k as usize) & Self::MASK;
+        let next = self.heads[b];
+        self.heads[b] = if self.free == NIL {
+            self.grow(e, next)
+        } else {
+            let s = self.free as usize;
+            self.free = self.next[s];
+            self.entries[s] = e;
+            self.next[s] = next;
+            s as u32
+        };
+        self.occupied[(b >> 6) & (WORDS - 1)] |= 1 << (b & 63);
+        self.in_ring += 1;
+    }
+
+    /// Before the horizon (into the current bucket's run) or beyond the
+    /// ring's reach: both rare on the packet wheel, so out of its push.
+    #[inline(never)]
+    fn push_outside_ring(&mut self, e: Entry) {
+        if e.time_ns < self.horizon_ns {
+            self.near.push(e);
+        } else {
+            self.overflow.push(e);
+        }
+    }
+
+    #[inline(never)]
+    fn grow(&mut self, e: Entry, next: u32) -> u32 {
+        self.entries.push(e);
+        self.next.push(next);
+        (self.entries.len() - 1) as u32
+    }
+
+    #[inline(never)]
+    fn refill(&mut self) {
+        while self.near.v.is_empty() {
+            if self.in_ring == 0 {
+                // Nothing within reach: jump whole (empty) buckets to the
+                // overflow's least entry.
+                self.overflow.settle();
+                debug_assert!(!self.overflow.is_empty(), "refill of an empty wheel");
+                let skip = (self.overflow.top().time_ns - self.horizon_ns) >> SHIFT;
+                self.horizon_ns += skip << SHIFT;
+                self.cursor = (self.cursor + (skip & Self::MASK as u64) as usize) & Self::MASK;
+                self.pull_overflow();
+                continue;
+            }
+            let k = self.distance_to_occupied();
+            self.horizon_ns += (k as u64) << SHIFT;
+            self.cursor = (self.cursor + k) & Self::MASK;
+            self.pour(self.cursor);
+            self.horizon_ns = self.horizon_ns.saturating_add(1 << SHIFT);
+            self.cursor = (self.cursor + 1) & Self::MASK;
+            self.pull_overflow();
+        }
+    }
+
+    /// Buckets from the cursor to the first occupied one (`in_ring > 0`).
+    fn distance_to_occupied(&self) -> usize {
+        let first = (self.cursor >> 6) & (WORDS - 1);
+        let here = self.occupied[first] & (!0u64 << (self.cursor & 63));
+        if here != 0 {
+            return (first << 6 | here.trailing_zeros() as usize) - self.cursor;
+        }
+        // The words after, wrapping round to the cursor's own (its bits below the cursor).
+        for i in 1..=WORDS {
+            let w = (first + i) & (WORDS - 1);
+            if self.occupied[w] != 0 {
+                let b = w << 6 | self.occupied[w].trailing_zeros() as usize;
+                return b.wrapping_sub(self.cursor) & Self::MASK;
+            }
+        }
+        unreachable!("in_ring counts entries no bucket holds")
+    }
+
+    /// Move bucket `b`'s entries into `near` (empty), sorted, and free their slots.
+    fn pour(&mut self, b: usize) {
+        let mut s = std::mem::replace(&mut self.heads[b], NIL);
+        self.occupied[(b >> 6) & (WORDS - 1)] &= !(1 << (b & 63));
+        while s != NIL {
+            let i = s as usize;
+            self.near.v.push(self.entries[i]);
+            let next = std::mem::replace(&mut self.next[i], self.free);
+            self.free = s;
+            self.in_ring -= 1;
+            s = next;
+        }
+        self.near.sort();
+    }
+
+    /// Move overflow entries that the ring now reaches into it.
+    fn pull_overflow(&mut self) {
+        let reach_ns = self.horizon_ns.saturating_add((BUCKETS as u64) << SHIFT);
+        loop {
+            self.overflow.settle();
+            if self.overflow.is_empty() || self.overflow.top().time_ns >= reach_ns {
+                return;
+            }
+            let e = self.overflow.take_top();
+            self.place(e);
+        }
+    }
+
+    /// The least entry, or `EMPTY`.
+    #[inline]
+    pub(super) fn top(&self) -> &Entry {
+        self.near.v.last().unwrap_or(&EMPTY)
+    }
+
+    /// Hand out the least entry (the wheel is not empty). If that empties
+    /// `near`, the next bucket is poured at once.
+    #[inline]
+    pub(super) fn take_top(&mut self) -> Entry {
+        let e = self.near.v.pop().expect("take_top of an empty wheel");
+        if self.near.v.is_empty() && self.in_ring + self.overflow.len() > 0 {
+            self.refill();
+        }
+        e
+    }
+
+    /// The next least entry (a prefetch hint).
+    #[inline]
+    pub(super) fn peek_next(&self) -> Option<&Entry> {
+        self.near.v.last()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.near.v.len() + self.in_ring + self.overflow.len()
+    }
+}
+
+/// The entries before the horizon, sorted latest first, so that the least
+/// is popped from the end. A bucket holds a few entries (a fat tree's
+/// busiest wheel pours about three per 8 ns bucket), so sorting them once
+/// costs less than a heap's sift per pop; an entry scheduled into the
+/// current bucket is inserted in place.
+#[derive(Debug, Default)]
+struct Run {
+    v: Vec<Entry>,
+}
+
+impl Run {
+    #[inline]
+    fn push(&mut self, e: Entry) {
+        // Later entries first: `e` goes after every entry later than it.
+        let at = self.v.partition_point(|x| e.before(x));
+        self.v.insert(at, e);
+    }
+
+    fn sort(&mut self) {
+        self.v.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+    }
+}
