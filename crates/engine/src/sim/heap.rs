@@ -103,13 +103,6 @@ impl Heap {
         self.v.len() - usize::from(self.hole)
     }
 
-    /// No entry (the heap is settled).
-    #[inline]
-    pub(super) fn is_empty(&self) -> bool {
-        debug_assert!(!self.hole);
-        self.v.is_empty()
-    }
-
     /// Put `e` at the root and sift it down.
     ///
     /// Which of four children is least is a coin flip, so a branch per

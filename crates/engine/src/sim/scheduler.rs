@@ -70,12 +70,13 @@ impl Event {
     }
 }
 
-/// Packet events: buckets of 8 ns, 8 192 of them (65.5 µs ahead; later
-/// packet events, on long delay lines, wait in the overflow heap). A fat tree
-/// pops a few hundred packet events per simulated microsecond, so a bucket
-/// pours a few entries into `near`; a dumbbell's events, a microsecond or
-/// more apart, skip the empty buckets between them a word of bits at a time.
-type PacketWheel = Wheel<3, 8192, 128>;
+/// Packet events: buckets of 8 ns, 8 192 of them (65.5 µs ahead); later
+/// packet events, on long delay lines, wait in a wheel of 65.5 µs buckets
+/// (67 ms ahead), and beyond that in a heap. A fat tree pops a few hundred
+/// packet events per simulated microsecond, so a bucket pours a few entries
+/// into the sorted run; a dumbbell's events, a microsecond or more apart,
+/// skip the empty buckets between them through the occupancy bits.
+type PacketWheel = Wheel<3, 8192, 128, Wheel<16, 1024, 16>>;
 
 /// Timers (RTOs, delayed ACKs, pacing, stop times; one or two per flow,
 /// mostly far ahead, popped rarely): buckets of 2^20 ns (about 1 ms), 1 024

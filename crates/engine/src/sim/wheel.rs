@@ -1,15 +1,16 @@
-//! A timing wheel in front of a small heap: the event list's two halves
-//! (packet events and timers, `scheduler.rs`) are each one of these, with
-//! buckets of different widths.
+//! A timing wheel: the event list's two halves (packet events and timers,
+//! `scheduler.rs`) are each one, with buckets of different widths.
 //!
-//! Only the entries before `horizon_ns` are in a short sorted run (`near`); later ones
-//! wait unsorted in fixed-width buckets (a push touches a bucket's list head,
-//! one occupancy bit and a slot), those beyond the ring's reach in
-//! `overflow`. When `near` runs dry, the next occupied bucket (found through
-//! the occupancy bits, so empty buckets cost a bit each, not a visit) is
-//! poured into it. Every entry in `near` is earlier than every entry outside
-//! it, so its top is the least entry and the pop order is exactly that of a
-//! single heap: keys are unique, so no structure can order them differently.
+//! Only the entries before `horizon_ns` are in a short sorted run (`near`);
+//! later ones wait unsorted in fixed-width buckets (a push touches a
+//! bucket's list head, two occupancy bits and a slot), those beyond the
+//! ring's reach in `overflow` (a heap, or a wheel of coarser buckets), and
+//! move into the ring as its reach passes them. When `near` runs dry, the
+//! next occupied bucket (found through the occupancy bits, so empty buckets
+//! cost a bit each, not a visit) is poured into it and sorted. Every entry
+//! in `near` is earlier than every entry outside it, so its last is the
+//! least entry, and the pop order is exactly that of a single heap: keys are
+//! unique, so no structure can order them differently.
 //!
 //! Why: a heap of hundreds of pending packet events (one per busy port of a
 //! fat tree) makes every event sift a new entry through four or five levels,
@@ -23,10 +24,10 @@ use super::heap::{Entry, Heap, EMPTY};
 const NIL: u32 = u32::MAX;
 
 /// Buckets of `2^SHIFT` ns, `BUCKETS` of them (a power of two, `WORDS` × 64:
-/// one occupancy bit each), reaching `BUCKETS · 2^SHIFT` ns past the horizon.
+/// one occupancy bit each, at most 128 words), reaching `BUCKETS · 2^SHIFT` ns past the horizon.
 /// Fixed-size tables, so that a masked bucket index needs no bounds check.
 #[derive(Debug)]
-pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> {
+pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond = Heap> {
     near: Run,
     /// Start of the bucket at `cursor`; `near` holds exactly the entries before it.
     horizon_ns: u64,
@@ -36,6 +37,9 @@ pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usi
     heads: Box<[u32; BUCKETS]>,
     /// One bit per bucket: set iff its list is not empty.
     occupied: Box<[u64; WORDS]>,
+    /// One bit per word of `occupied`: set iff the word is not zero, so the
+    /// next occupied bucket is found in two steps however far it is.
+    occupied_words: u128,
     /// The lists' storage: slot `s` holds `entries[s]`, linked to the next
     /// slot of its bucket by `next[s]`. Freed slots are chained from `free`
     /// and reused, so steady state allocates nothing.
@@ -43,15 +47,15 @@ pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usi
     next: Vec<u32>,
     free: u32,
     in_ring: usize,
-    overflow: Heap,
+    overflow: B,
 }
 
-impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Default
-    for Wheel<SHIFT, BUCKETS, WORDS>
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Default
+    for Wheel<SHIFT, BUCKETS, WORDS, B>
 {
     fn default() -> Self {
         assert!(
-            BUCKETS.is_power_of_two() && BUCKETS == WORDS * 64,
+            BUCKETS.is_power_of_two() && BUCKETS == WORDS * 64 && WORDS <= 128,
             "a wheel's buckets are 64 per occupancy word"
         );
         Wheel {
@@ -62,6 +66,7 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Default
                 .into_boxed_slice()
                 .try_into()
                 .expect("BUCKETS heads"),
+            occupied_words: 0,
             occupied: vec![0; WORDS]
                 .into_boxed_slice()
                 .try_into()
@@ -70,12 +75,12 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Default
             next: Vec::new(),
             free: NIL,
             in_ring: 0,
-            overflow: Heap::default(),
+            overflow: B::default(),
         }
     }
 }
 
-impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BUCKETS, WORDS> {
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Wheel<SHIFT, BUCKETS, WORDS, B> {
     const MASK: usize = BUCKETS - 1;
 
     /// Add an entry. `near` is never left empty while the wheel holds
@@ -105,7 +110,9 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BU
             self.next[s] = next;
             s as u32
         };
-        self.occupied[(b >> 6) & (WORDS - 1)] |= 1 << (b & 63);
+        let w = (b >> 6) & (WORDS - 1);
+        self.occupied[w] |= 1 << (b & 63);
+        self.occupied_words |= 1 << w;
         self.in_ring += 1;
     }
 
@@ -133,9 +140,9 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BU
             if self.in_ring == 0 {
                 // Nothing within reach: jump whole (empty) buckets to the
                 // overflow's least entry.
-                self.overflow.settle();
-                debug_assert!(!self.overflow.is_empty(), "refill of an empty wheel");
-                let skip = (self.overflow.top().time_ns - self.horizon_ns) >> SHIFT;
+                let least = self.overflow.least();
+                debug_assert!(!least.is_vacant(), "refill of an empty wheel");
+                let skip = (least.time_ns - self.horizon_ns) >> SHIFT;
                 self.horizon_ns += skip << SHIFT;
                 self.cursor = (self.cursor + (skip & Self::MASK as u64) as usize) & Self::MASK;
                 self.pull_overflow();
@@ -158,21 +165,24 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BU
         if here != 0 {
             return (first << 6 | here.trailing_zeros() as usize) - self.cursor;
         }
-        // The words after, wrapping round to the cursor's own (its bits below the cursor).
-        for i in 1..=WORDS {
-            let w = (first + i) & (WORDS - 1);
-            if self.occupied[w] != 0 {
-                let b = w << 6 | self.occupied[w].trailing_zeros() as usize;
-                return b.wrapping_sub(self.cursor) & Self::MASK;
-            }
-        }
-        unreachable!("in_ring counts entries no bucket holds")
+        // The first occupied word after the cursor's, else the first one
+        // wrapping round (which may be the cursor's own, below the cursor).
+        let after = self.occupied_words & ((!0u128 << first) << 1);
+        let words = if after != 0 { after } else { self.occupied_words };
+        debug_assert!(words != 0, "in_ring counts entries no bucket holds");
+        let w = words.trailing_zeros() as usize & (WORDS - 1);
+        let b = w << 6 | self.occupied[w].trailing_zeros() as usize;
+        b.wrapping_sub(self.cursor) & Self::MASK
     }
 
     /// Move bucket `b`'s entries into `near` (empty), sorted, and free their slots.
     fn pour(&mut self, b: usize) {
         let mut s = std::mem::replace(&mut self.heads[b], NIL);
-        self.occupied[(b >> 6) & (WORDS - 1)] &= !(1 << (b & 63));
+        let w = (b >> 6) & (WORDS - 1);
+        self.occupied[w] &= !(1 << (b & 63));
+        if self.occupied[w] == 0 {
+            self.occupied_words &= !(1 << w);
+        }
         while s != NIL {
             let i = s as usize;
             self.near.v.push(self.entries[i]);
@@ -188,11 +198,11 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize> Wheel<SHIFT, BU
     fn pull_overflow(&mut self) {
         let reach_ns = self.horizon_ns.saturating_add((BUCKETS as u64) << SHIFT);
         loop {
-            self.overflow.settle();
-            if self.overflow.is_empty() || self.overflow.top().time_ns >= reach_ns {
+            // `EMPTY`'s time is later than any reach.
+            if self.overflow.least().time_ns >= reach_ns {
                 return;
             }
-            let e = self.overflow.take_top();
+            let e = self.overflow.take_least();
             self.place(e);
         }
     }
@@ -245,5 +255,56 @@ impl Run {
 
     fn sort(&mut self) {
         self.v.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+    }
+}
+
+/// Where a wheel keeps the entries beyond its ring's reach: a heap, or a
+/// wheel of coarser buckets (which a fine wheel's long delay lines need: a
+/// dumbbell with 5–100 ms paths keeps hundreds of packet events beyond
+/// 65 µs, and a heap would sift each of them through its depth).
+pub(super) trait Beyond: Default {
+    fn push(&mut self, e: Entry);
+    /// The least entry, or `EMPTY`.
+    fn least(&mut self) -> &Entry;
+    /// Remove the least entry (not empty).
+    fn take_least(&mut self) -> Entry;
+    fn len(&self) -> usize;
+}
+
+impl Beyond for Heap {
+    fn push(&mut self, e: Entry) {
+        Heap::push(self, e);
+    }
+
+    fn least(&mut self) -> &Entry {
+        self.settle();
+        self.top()
+    }
+
+    fn take_least(&mut self) -> Entry {
+        self.settle();
+        self.take_top()
+    }
+
+    fn len(&self) -> usize {
+        Heap::len(self)
+    }
+}
+
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Beyond for Wheel<SHIFT, BUCKETS, WORDS, B> {
+    fn push(&mut self, e: Entry) {
+        Wheel::push(self, e);
+    }
+
+    fn least(&mut self) -> &Entry {
+        self.top()
+    }
+
+    fn take_least(&mut self) -> Entry {
+        self.take_top()
+    }
+
+    fn len(&self) -> usize {
+        Wheel::len(self)
     }
 }
