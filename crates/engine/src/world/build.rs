@@ -65,6 +65,17 @@ impl World {
             let q = w.links[i].queue.as_mut().expect("a queue link");
             q.capture = Some(Box::new(PcapRecorder::new(pc.direction == "enqueue", pc.max_packets)));
         }
+        // Every route any flow will take, before anything is built or runs:
+        // a workload's flows are created mid-run, where a bad route could
+        // only panic (see `Topology::check_routes`).
+        for (gi, g) in s.flows.iter().enumerate() {
+            let window_based = rate_source::lookup(&g.cc).is_none();
+            w.topology.check_routes(&format!("flows[{gi}]"), &attach_of(s, g.rtt_ns, &g.src, &g.dst), &w.links, window_based)?;
+        }
+        for (wi, wl) in s.workloads.iter().enumerate() {
+            // Workloads carry TCP flows only (validated).
+            w.topology.check_routes(&format!("workloads[{wi}]"), &attach_of(s, wl.rtt_ns, &wl.src, &wl.dst), &w.links, true)?;
+        }
         // Exact room for the long-lived flows: growing by doubling would hold
         // the old and the new table at once (1.5 × the table at 10 000 flows).
         // Fallibly: the count comes from the input, and an allocation that
