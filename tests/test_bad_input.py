@@ -206,3 +206,65 @@ def test_a_sweep_too_large_to_build_is_one_line_exit_2(tmp_path: Path, capsys: p
                  f'"seed_a" = {list(range(100))}\n"seed_b" = {list(range(101))}\n')  # fmt: skip
     assert main(["sweep", str(f), "--cache", str(tmp_path / "c")]) == 2
     assert _one_line(capsys) == "aqmlab: error: grid: 100 × 101 × 10 seeds = 101,000 runs, more than a sweep may run (100,000): split it"
+
+
+# The graph of /work/notes/perf30/lr_500ms.json: only r1 -> r2 (and its reverse) has a rate.
+_GRAPH = """duration = "500ms"
+seed = 5
+[topology]
+links = [
+  { from = "a", to = "r1", delay = "3ms", loss = 0.01 },
+  { from = "b", to = "r1", delay = "5ms" },
+  { from = "r1", to = "r2", rate = "10Mbps", delay = "4ms", aqm = "codel", buffer = "100pkt" },
+  { from = "r2", to = "c", delay = "2ms" },
+]
+[[flows]]
+cc = "cubic"
+src = "c"
+dst = "a"
+"""
+_NO_RATE = ("no link on the path from 'b' to 'a' (b->r1, a->r1:rev) has a rate; a TCP flow needs at least one "
+            "rate-limited link on its data path to bound its window (give one of these links a rate)")  # fmt: skip
+
+
+def test_a_tcp_flow_crossing_no_rated_link_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Its window grew without bound: the run aborted with "memory allocation
+    of 2147483648 bytes failed" (SIGABRT) after half a second of simulated
+    time. Now validate and run both refuse it up front. Under a 2 GB
+    address-space limit, so that a regression fails here rather than taking
+    the machine's memory."""
+    f = tmp_path / "norate.toml"
+    f.write_text(_GRAPH + '[[flows]]\ncc = "reno"\nsrc = "b"\ndst = "a"\nstart_jitter = "9ms"\n')
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    out = tmp_path / "o"
+    for args in (["validate", str(f)], ["run", str(f), "-q", "--out", str(out)]):
+        proc = subprocess.run([sys.executable, "-m", "aqmlab", *args], capture_output=True, text=True, timeout=120,
+                              preexec_fn=limit)  # fmt: skip
+        assert proc.returncode == 2, proc.stderr[-500:]
+        assert proc.stderr.strip() == f"aqmlab: error: flows[1]: {_NO_RATE}", proc.stderr[-500:]
+    assert not out.exists()
+    # A constant-rate source paces itself and needs no rated link.
+    f.write_text(_GRAPH + '[[flows]]\ncc = "udp"\nsrc = "b"\ndst = "a"\nrate = "5Mbps"\n')
+    assert cli("validate", str(f), "-q").returncode == 0
+
+
+def test_a_workload_crossing_no_rated_link_is_refused_before_anything_runs(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """A workload's flows are built mid-run: its routes are checked up front,
+    in validation, so a sweep point with such a workload stops the sweep
+    before any point runs."""
+    base = tmp_path / "wl.toml"
+    base.write_text(_GRAPH + '[[workloads]]\nkind = "web"\nrate = "50/s"\ncc = "reno"\nsrc = "c"\ndst = "a"\n'
+                    'size = { dist = "fixed", mean = "20KB" }\n')  # fmt: skip
+    assert main(["validate", str(base), "-q"]) == 0  # c -> a crosses r2 -> r1's reverse queue
+    assert main(["validate", str(base), "-q", "--set", "workloads[0].src=b"]) == 2
+    assert _one_line(capsys) == f"aqmlab: error: workloads[0]: {_NO_RATE}"
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'[sweep]\nbase = "{base}"\n[grid]\n"workloads[0].src" = ["c", "b"]\n')
+    assert main(["sweep", str(sweep), "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")]) == 2
+    line = _one_line(capsys)
+    assert line.startswith("aqmlab: error: ") and f"workloads[0]: {_NO_RATE}" in line, line
+    assert not (tmp_path / "c").exists() and not (tmp_path / "o").exists()

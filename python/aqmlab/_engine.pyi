@@ -16,7 +16,8 @@ class ScenarioError(ValueError):
 Column = tuple[str, bytes] | list[str]
 
 def validate(json: str) -> str:
-    """Validate a scenario given as JSON text; return it normalised (JSON text,
+    """Validate a scenario given as JSON text, routes included (a graph's: every
+    TCP flow crosses a link with a rate); return it normalised (JSON text,
     every default filled in). Raises ScenarioError."""
 
 def run(json: str, progress: Callable[[float], object] | None = None) -> dict[str, Any]:

@@ -27,9 +27,11 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> PyResult<Result<T, Strin
 }
 
 /// Validate a scenario (JSON text); returns the normalised scenario as JSON text.
+/// Routes are checked too (a graph's only), as building the world would.
 #[pyfunction]
 fn validate(json: &str) -> PyResult<String> {
-    match catch_unwind(|| scenario::parse(json)) {
+    let checked = || scenario::parse(json).and_then(|s| World::check_routes(&s).map(|()| s));
+    match catch_unwind(checked) {
         Ok(Ok(s)) => Ok(s.to_json().to_string()),
         Ok(Err(e)) => Err(ScenarioError::new_err(e)),
         Err(p) => Err(PyRuntimeError::new_err(format!("engine panic: {}", panic_message(p)))),

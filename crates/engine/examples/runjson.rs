@@ -5,7 +5,11 @@
 fn main() {
     let mut args = std::env::args().skip(1);
     let s = std::fs::read_to_string(args.next().expect("scenario.json")).unwrap();
-    let r = aqmlab_engine::run_json(&s, |_| true).unwrap();
+    // Bad input is one line and exit code 2, as in the CLI (not a panic).
+    let r = aqmlab_engine::run_json(&s, |_| true).unwrap_or_else(|e| {
+        eprintln!("runjson: error: {e}");
+        std::process::exit(2)
+    });
     let mut v = r.summary();
     let p = &v["perf"];
     let pk = p["bottleneck_packets"].as_f64().unwrap();

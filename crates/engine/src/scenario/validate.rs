@@ -120,8 +120,9 @@ fn check_endpoint(
                     return Err(format!("{path}.{k}: {}", unknown_choice("node", n, &nodes)));
                 }
             }
-            if t.fat_tree.is_some() && src.is_some() && src == dst {
-                return Err(format!("{path}.dst: '{}' is src too; a flow needs two hosts", dst.as_deref().unwrap_or_default()));
+            if src.is_some() && src == dst {
+                let ends = if t.fat_tree.is_some() { "hosts" } else { "nodes" };
+                return Err(format!("{path}.dst: '{}' is src too; a flow needs two {ends}", dst.as_deref().unwrap_or_default()));
             }
             if rtt_ns.is_some() {
                 return Err(format!("{path}.rtt: with a [topology] the RTT follows from the links"));

@@ -8,13 +8,7 @@ use crate::metrics::pcap::PcapRecorder;
 impl World {
     /// Build from a validated scenario (see [`crate::scenario::parse`]).
     pub fn new(s: &Scenario) -> Result<World, String> {
-        let opt = QueueOptions {
-            seed: s.seed,
-            mtu: s.tcp.mtu_bytes,
-            histograms: s.metrics.sojourn_histograms,
-            sample_every: s.metrics.sojourn_samples_every,
-        };
-        let (topology, mut links) = Topology::build(s, opt)?;
+        let (topology, mut links) = Topology::build(s, queue_options(s))?;
         if s.engine.lookahead {
             for (i, l) in links.iter_mut().enumerate() {
                 // A link on a shared medium waits for the other direction: its departures are not known on arrival.
@@ -65,6 +59,10 @@ impl World {
             let q = w.links[i].queue.as_mut().expect("a queue link");
             q.capture = Some(Box::new(PcapRecorder::new(pc.direction == "enqueue", pc.max_packets)));
         }
+        // Every route any flow will take, before any flow is built or
+        // anything runs: a workload's flows are created mid-run, where a bad
+        // route could only panic.
+        check_routes(s, &w.topology, &w.links)?;
         // Exact room for the long-lived flows: growing by doubling would hold
         // the old and the new table at once (1.5 × the table at 10 000 flows).
         // Fallibly: the count comes from the input, and an allocation that
@@ -163,6 +161,19 @@ impl World {
         }
         w.next_checkpoint_ns = w.checkpoint_after(0);
         Ok(w)
+    }
+
+    /// The route checks of [`World::new`] without building the world, so
+    /// that validation (`aqmlab validate`, every point of a sweep) reports
+    /// them before anything runs. Only a graph can fail them (see
+    /// `Topology::check_routes`), so only a graph's links are built.
+    pub fn check_routes(s: &Scenario) -> Result<(), String> {
+        if fat_tree_spec(s).is_some() || s.topology.is_none() {
+            return Ok(());
+        }
+        // No sojourn histograms: these queues carry no packet.
+        let (topology, links) = Topology::build(s, QueueOptions { histograms: false, ..queue_options(s) })?;
+        check_routes(s, &topology, &links)
     }
 
     /// The first checkpoint (sample, end of warm-up, end) at or after `t`.
@@ -268,6 +279,28 @@ impl World {
         self.sync_source_timer(id as usize);
         Ok(id)
     }
+}
+
+fn queue_options(s: &Scenario) -> QueueOptions {
+    QueueOptions {
+        seed: s.seed,
+        mtu: s.tcp.mtu_bytes,
+        histograms: s.metrics.sojourn_histograms,
+        sample_every: s.metrics.sojourn_samples_every,
+    }
+}
+
+/// The routes of every flow group and workload (`Topology::check_routes`).
+fn check_routes(s: &Scenario, topology: &Topology, links: &[Link]) -> Result<(), String> {
+    for (gi, g) in s.flows.iter().enumerate() {
+        let window_based = rate_source::lookup(&g.cc).is_none();
+        topology.check_routes(&format!("flows[{gi}]"), &attach_of(s, g.rtt_ns, &g.src, &g.dst), links, window_based)?;
+    }
+    for (wi, wl) in s.workloads.iter().enumerate() {
+        // Workloads carry TCP flows only (validated).
+        topology.check_routes(&format!("workloads[{wi}]"), &attach_of(s, wl.rtt_ns, &wl.src, &wl.dst), links, true)?;
+    }
+    Ok(())
 }
 
 /// The pure delay at the start of a path (before its first queue or lossy

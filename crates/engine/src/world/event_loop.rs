@@ -434,7 +434,8 @@ impl World {
         let info = self.next_workload_flow(wi);
         let g = &self.workloads[wi];
         let (attach, params) = (g.attach.clone(), g.params.clone());
-        // Validated at parse time; a failure here would be an engine bug.
+        // Its route was checked when the world was built (`Topology::check_routes`);
+        // a failure here would be an engine bug.
         self.add_flow(info, &attach, &params, None).expect("workload flow builds");
         let next = now + self.next_gap(wi);
         if next < self.workloads[wi].stop_ns {

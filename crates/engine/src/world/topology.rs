@@ -232,16 +232,54 @@ impl Topology {
                 Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) })
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
-                let s = nodes.iter().position(|n| n == src).ok_or_else(|| format!("unknown node '{src}'"))?;
-                let d = nodes.iter().position(|n| n == dst).ok_or_else(|| format!("unknown node '{dst}'"))?;
-                let fwd = shortest_path(adj, s, d).ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
-                let rev = shortest_path(adj, d, s)
-                    .ok_or_else(|| format!("no route back from '{dst}' to '{src}' (make a link duplex)"))?;
+                let (fwd, rev) = graph_routes(nodes, adj, src, dst)?;
                 Ok(link_paths(fwd, rev, links))
             }
             _ => Err("flow attachment does not match the topology".into()),
         }
     }
+
+    /// Check, before anything runs, the routes of the flows `key` (a
+    /// `flows[i]` group or a `workloads[i]`, whose flows are built mid-run
+    /// where an error could only be a panic): both directions exist, and
+    /// for a window-based (TCP) flow the data direction crosses at least
+    /// one link with a rate. Without one, nothing ever queues or drops: every
+    /// window is delivered whole one base RTT later, the window grows
+    /// without bound and the process runs out of memory. The ACK direction
+    /// may be all pure delay (a dumbbell's is): ACKs answer data, so the
+    /// data path's queue bounds them too. Rate-based sources (udp, qcn,
+    /// probe) send at their own pace and need no rated link either.
+    ///
+    /// Only a graph can lack a rated link: a dumbbell path crosses the
+    /// bottleneck, a fat-tree path its sender's NIC queue (both have a rate
+    /// by validation), so every other attachment passes.
+    pub fn check_routes(&self, key: &str, attach: &Attach, links: &[Link], window_based: bool) -> Result<(), String> {
+        let (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) = (&self.shape, attach) else {
+            return Ok(());
+        };
+        let (fwd, _) = graph_routes(nodes, adj, src, dst).map_err(|e| format!("{key}: {e}"))?;
+        if window_based && !fwd.iter().any(|&l| links[l as usize].queue.is_some()) {
+            const SHOWN: usize = 4;
+            let hops: Vec<&str> = fwd.iter().take(SHOWN).map(|&l| links[l as usize].name.as_str()).collect();
+            let more = fwd.len().saturating_sub(SHOWN);
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            return Err(format!(
+                "{key}: no link on the path from '{src}' to '{dst}' ({}{more}) has a rate; a TCP flow needs at least one \
+                 rate-limited link on its data path to bound its window (give one of these links a rate)",
+                hops.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A graph flow's routes there (data) and back (ACKs), as link indices.
+fn graph_routes(nodes: &[String], adj: &[Vec<(u32, usize)>], src: &str, dst: &str) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let s = nodes.iter().position(|n| n == src).ok_or_else(|| format!("unknown node '{src}'"))?;
+    let d = nodes.iter().position(|n| n == dst).ok_or_else(|| format!("unknown node '{dst}'"))?;
+    let fwd = shortest_path(adj, s, d).ok_or_else(|| format!("no route from '{src}' to '{dst}'"))?;
+    let rev = shortest_path(adj, d, s).ok_or_else(|| format!("no route back from '{dst}' to '{src}' (make a link duplex)"))?;
+    Ok((fwd, rev))
 }
 
 /// Fewest-hop path (BFS; ties go to the link listed first, so routes are deterministic).
