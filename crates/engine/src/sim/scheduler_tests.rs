@@ -132,8 +132,8 @@ fn every_event_kind_round_trips_through_the_encoding() {
     }
 }
 
-/// The prefetch hint names the packet event that runs next, with the root's
-/// slot open after a pop and with it filled (no timer earlier).
+/// The prefetch hint names the packet event that runs next, also after an
+/// event scheduled between pops (no timer earlier).
 #[test]
 fn the_peeked_packet_event_is_the_next_one_popped() {
     let mut q = EventQueue::new();
@@ -145,7 +145,7 @@ fn the_peeked_packet_event_is_the_next_one_popped() {
         let popped = q.pop().expect("an event is pending").1;
         assert_eq!(popped, next);
         if popped == Event::LineArrival(5) {
-            q.schedule(35, Event::LineArrival(9)); // fills the open root slot
+            q.schedule(35, Event::LineArrival(9));
         }
     }
     assert_eq!(q.pop(), Some((1_000, Event::SenderTimer(0))));
