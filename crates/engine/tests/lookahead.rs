@@ -55,12 +55,7 @@ fn lookahead_gives_identical_results_on_a_mixed_dumbbell() {
 fn lookahead_gives_identical_results_with_random_loss_and_a_graph() {
     let s = json!({
         "duration": "10s", "seed": 5,
-        "topology": {"links": [
-            {"from": "a", "to": "r1", "delay": "3ms", "loss": 0.001},
-            {"from": "b", "to": "r1", "delay": "5ms"},
-            {"from": "r1", "to": "r2", "rate": "10Mbps", "delay": "4ms", "aqm": "codel", "buffer": "100pkt"},
-            {"from": "r2", "to": "c", "delay": "2ms"}
-        ]},
+        "topology": two_router_links(0.001),
         "flows": [{"cc": "cubic", "src": "a", "dst": "c"}, {"cc": "reno", "src": "b", "dst": "c", "start_jitter": "9ms"}]
     });
     let (a, b) = both(s);

@@ -15,16 +15,7 @@ use serde_json::{json, Value};
 
 /// The graph of the lookahead tests: only r1 -> r2 (and its reverse) has a rate.
 fn graph(flows: Value) -> Value {
-    json!({
-        "duration": "500ms", "seed": 5,
-        "topology": {"links": [
-            {"from": "a", "to": "r1", "delay": "3ms", "loss": 0.01},
-            {"from": "b", "to": "r1", "delay": "5ms"},
-            {"from": "r1", "to": "r2", "rate": "10Mbps", "delay": "4ms", "aqm": "codel", "buffer": "100pkt"},
-            {"from": "r2", "to": "c", "delay": "2ms"}
-        ]},
-        "flows": flows
-    })
+    json!({"duration": "500ms", "seed": 5, "topology": two_router_links(0.01), "flows": flows})
 }
 
 /// The error building the world gives (the scenario itself parses), the

@@ -24,8 +24,9 @@ use super::heap::{Entry, Heap, EMPTY};
 const NIL: u32 = u32::MAX;
 
 /// Buckets of `2^SHIFT` ns, `BUCKETS` of them (a power of two, `WORDS` × 64:
-/// one occupancy bit each, at most 128 words), reaching `BUCKETS · 2^SHIFT` ns past the horizon.
-/// Fixed-size tables, so that a masked bucket index needs no bounds check.
+/// one occupancy bit each, at most 128 words), reaching `BUCKETS · 2^SHIFT`
+/// ns past the horizon; entries beyond wait in `B`. Fixed-size tables, so
+/// that a masked bucket index needs no bounds check.
 #[derive(Debug)]
 pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond = Heap> {
     near: Run,
@@ -50,27 +51,16 @@ pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usi
     overflow: B,
 }
 
-impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Default
-    for Wheel<SHIFT, BUCKETS, WORDS, B>
-{
+impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Default for Wheel<SHIFT, BUCKETS, WORDS, B> {
     fn default() -> Self {
-        assert!(
-            BUCKETS.is_power_of_two() && BUCKETS == WORDS * 64 && WORDS <= 128,
-            "a wheel's buckets are 64 per occupancy word"
-        );
+        assert!(BUCKETS.is_power_of_two() && BUCKETS == WORDS * 64 && WORDS <= 128, "a wheel's buckets are 64 per occupancy word");
         Wheel {
             near: Run::default(),
             horizon_ns: 0,
             cursor: 0,
-            heads: vec![NIL; BUCKETS]
-                .into_boxed_slice()
-                .try_into()
-                .expect("BUCKETS heads"),
+            heads: vec![NIL; BUCKETS].into_boxed_slice().try_into().expect("BUCKETS heads"),
+            occupied: vec![0; WORDS].into_boxed_slice().try_into().expect("WORDS words"),
             occupied_words: 0,
-            occupied: vec![0; WORDS]
-                .into_boxed_slice()
-                .try_into()
-                .expect("WORDS words"),
             entries: Vec::new(),
             next: Vec::new(),
             free: NIL,

@@ -37,3 +37,14 @@ pub fn flow_series(r: &Results, flow: u64, col: &str, from_ns: u64) -> Vec<f64> 
 pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
+
+/// A graph of two routers: a (lossy at `loss_a`) and b reach r1 over pure
+/// delay, r2 reaches c; only r1 -> r2 (and its reverse) has a rate.
+pub fn two_router_links(loss_a: f64) -> Value {
+    serde_json::json!({"links": [
+        {"from": "a", "to": "r1", "delay": "3ms", "loss": loss_a},
+        {"from": "b", "to": "r1", "delay": "5ms"},
+        {"from": "r1", "to": "r2", "rate": "10Mbps", "delay": "4ms", "aqm": "codel", "buffer": "100pkt"},
+        {"from": "r2", "to": "c", "delay": "2ms"}
+    ]})
+}
