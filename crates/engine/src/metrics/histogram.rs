@@ -24,6 +24,10 @@ pub struct Histogram {
     n: u64,
     sum: u128,
     max: u64,
+    /// A run of `run_len` samples in bucket `run_bucket`, recorded but not
+    /// yet counted ([`Self::record_run`]); in the struct's padding.
+    run_bucket: u32,
+    run_len: u32,
 }
 
 impl std::fmt::Debug for Histogram {
@@ -40,7 +44,7 @@ impl Default for Histogram {
 
 impl Histogram {
     pub fn new() -> Self {
-        Histogram { counts: Vec::new(), n: 0, sum: 0, max: 0 }
+        Histogram { counts: Vec::new(), n: 0, sum: 0, max: 0, run_bucket: 0, run_len: 0 }
     }
 
     #[inline]
@@ -68,27 +72,47 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
-        let b = self.record_deferred(v);
-        self.count_bucket(b);
-    }
-
-    /// Record `v` in the count, sum and maximum, and return the bucket that
-    /// [`Self::count_bucket`] must increment before the histogram is read
-    /// (`net::sojourn_log`).
-    #[inline]
-    pub fn record_deferred(&mut self, v: u64) -> usize {
         self.n += 1;
         self.sum += v as u128;
         self.max = self.max.max(v);
-        Self::bucket(v)
+        self.count_run(Self::bucket(v), 1);
     }
 
-    /// Increment bucket `b` (from [`Self::record_deferred`]).
+    /// Record `v` in the count, sum and maximum now, and its bucket in a run
+    /// of equal buckets. When `v`'s bucket ends the run, the run is returned:
+    /// [`Self::count_run`] must add it before the histogram is read
+    /// (`net::sojourn_log`), and [`Self::settle_run`] counts the last one.
+    /// Consecutive sojourns at a queue often share a bucket (half of them are
+    /// zero in a fat tree), and a run is one far increment instead of many.
     #[inline]
-    pub fn count_bucket(&mut self, b: usize) {
+    pub fn record_run(&mut self, v: u64) -> Option<(usize, u32)> {
+        self.n += 1;
+        self.sum += v as u128;
+        self.max = self.max.max(v);
+        let b = Self::bucket(v) as u32;
+        if b == self.run_bucket && self.run_len < u32::MAX {
+            self.run_len += 1;
+            return None;
+        }
+        let ended = (self.run_len > 0).then_some((self.run_bucket as usize, self.run_len));
+        (self.run_bucket, self.run_len) = (b, 1);
+        ended
+    }
+
+    /// Count the run still open in [`Self::record_run`].
+    pub fn settle_run(&mut self) {
+        if self.run_len > 0 {
+            self.count_run(self.run_bucket as usize, self.run_len);
+            self.run_len = 0;
+        }
+    }
+
+    /// Add `n` samples to bucket `b`.
+    #[inline]
+    pub fn count_run(&mut self, b: usize, n: u32) {
         match self.counts.get_mut(b) {
-            Some(c) => *c += 1,
-            None => self.grow_and_count(b),
+            Some(c) => *c += n as u64,
+            None => self.grow_and_count(b, n),
         }
     }
 
@@ -98,11 +122,11 @@ impl Histogram {
         self.counts.get(b)
     }
 
-    /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count it.
+    /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count `n` there.
     #[inline(never)]
-    fn grow_and_count(&mut self, b: usize) {
+    fn grow_and_count(&mut self, b: usize, n: u32) {
         self.counts.resize(((b / SUB as usize) + 1) * SUB as usize, 0);
-        self.counts[b] += 1;
+        self.counts[b] += n as u64;
     }
 
     pub fn count(&self) -> u64 {
@@ -122,6 +146,7 @@ impl Histogram {
     /// The q-quantile (0 ≤ q ≤ 1): the midpoint of the bucket holding the
     /// ceil(q·n)-th smallest sample.
     pub fn quantile(&self, q: f64) -> f64 {
+        debug_assert_eq!(self.run_len, 0, "a run not yet counted");
         if self.n == 0 {
             return 0.0;
         }
@@ -140,6 +165,7 @@ impl Histogram {
 
     /// Add another histogram's samples to this one.
     pub fn merge(&mut self, o: &Histogram) {
+        debug_assert_eq!((self.run_len, o.run_len), (0, 0), "a run not yet counted");
         if o.counts.len() > self.counts.len() {
             self.counts.resize(o.counts.len(), 0);
         }
@@ -156,10 +182,12 @@ impl Histogram {
         self.n = 0;
         self.sum = 0;
         self.max = 0;
+        self.run_len = 0;
     }
 
     /// Non-empty buckets as (lower edge, upper edge, count), for CDF output.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        debug_assert_eq!(self.run_len, 0, "a run not yet counted");
         self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| {
             let lo = Self::bucket_low(b);
             let hi = if b + 1 < NBUCKETS { Self::bucket_low(b + 1) } else { u64::MAX };
@@ -185,6 +213,39 @@ mod tests {
         }
         assert!((h.mean() - 50_000.5 * 1000.0).abs() < 1e-6);
         assert_eq!(h.max(), 100_000_000);
+    }
+
+    /// The sojourn log's path (`record_run`, runs counted later in any
+    /// order, the open one settled) gives the histogram `record` gives.
+    #[test]
+    fn runs_counted_late_give_the_same_histogram() {
+        let values: Vec<u64> = (0..20_000u64).map(|i| if i % 7 < 4 { 0 } else { (i / 3 * 7919) % 300_000 }).collect();
+        let (mut now, mut late, mut runs) = (Histogram::new(), Histogram::new(), Vec::new());
+        for &v in &values {
+            now.record(v);
+            runs.extend(late.record_run(v));
+        }
+        for &(b, n) in runs.iter().rev() {
+            late.count_run(b, n);
+        }
+        late.settle_run();
+        assert_eq!(now.buckets().collect::<Vec<_>>(), late.buckets().collect::<Vec<_>>());
+        assert_eq!((now.count(), now.max(), now.mean()), (late.count(), late.max(), late.mean()));
+        assert!(runs.len() < values.len() / 2, "{} runs for {} values", runs.len(), values.len());
+    }
+
+    #[test]
+    fn a_run_ends_at_the_limit_of_its_counter() {
+        let mut h = Histogram::new();
+        assert_eq!(h.record_run(5), None);
+        h.run_len = u32::MAX - 1;
+        assert_eq!(h.record_run(5), None);
+        assert_eq!(h.record_run(5), Some((5, u32::MAX)));
+        assert_eq!(h.record_run(6), Some((5, 1)));
+        h.count_run(5, u32::MAX);
+        h.count_run(5, 1);
+        h.settle_run();
+        assert_eq!(h.buckets().map(|(_, _, c)| c).sum::<u64>(), u32::MAX as u64 + 2);
     }
 
     #[test]

@@ -173,8 +173,8 @@ impl Link {
 
     /// Count a bucket the sojourn log deferred.
     #[inline(always)]
-    pub fn count_sojourn_bucket(&mut self, sub: usize, b: usize) {
-        self.queue.as_mut().expect("only queues log sojourns").hist_mut(sub).count_bucket(b);
+    pub fn count_sojourn_run(&mut self, sub: usize, b: usize, n: u32) {
+        self.queue.as_mut().expect("only queues log sojourns").hist_mut(sub).count_run(b, n);
     }
 
     pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
@@ -337,8 +337,9 @@ impl QueueSlot {
         if sub < self.hist_subqueues as usize {
             match log {
                 Some((log, index)) if log.is_on() => {
-                    let b = self.hist_mut(sub).record_deferred(sojourn);
-                    log.push(index, w.subq, b);
+                    if let Some(run) = self.hist_mut(sub).record_run(sojourn) {
+                        log.push(index, w.subq, run);
+                    }
                 }
                 _ => self.hist_mut(sub).record(sojourn),
             }
@@ -440,6 +441,12 @@ impl QueueSlot {
             self.waiting_bytes -= w.size_bytes as u64;
             self.record_start(&w, Some((&mut *log, index)));
         }
+    }
+
+    /// Count the histograms' open sojourn runs (`Histogram::record_run`);
+    /// with the log, before anything reads them (`World::start_due_transmissions`).
+    pub fn settle_sojourn_runs(&mut self) {
+        (0..self.hist_subqueues as usize).for_each(|sub| self.hist_mut(sub).settle_run());
     }
 
     /// Packets resident (waiting to be sent; not the one on the wire).

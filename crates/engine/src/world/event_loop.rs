@@ -292,13 +292,15 @@ impl World {
 
     /// Departure lookahead: settle every transmission started by now (before
     /// counters, backlogs or histograms are read).
-    /// The sojourn log is applied too (`net::sojourn_log`): every caller
-    /// goes on to read or reset what the queues recorded.
+    /// The sojourn log is applied and the histograms' open runs counted too
+    /// (`net::sojourn_log`): every caller goes on to read or reset what the
+    /// queues recorded.
     pub(super) fn start_due_transmissions(&mut self) {
         let now = self.now_ns;
         for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(q) = &mut l.queue {
                 q.start_due(now, &mut self.sojourn_log, i as u32);
+                q.settle_sojourn_runs();
             }
         }
         self.sojourn_log.apply(&mut self.links);
