@@ -39,6 +39,85 @@ pub fn key_tables() -> Vec<(&'static str, &'static [&'static str])> {
     ]
 }
 
+/// Defines a scenario table's struct with the fields that several tables
+/// share spliced in where `@queue`, `@conditions`, `@endpoints` and
+/// `@cc_options` stand; every other field is written out as usual. The
+/// fields stay flat and in the order written: that order is the "allowed"
+/// list of unknown-key errors and of `key_tables`. A shared struct behind
+/// `#[serde(flatten)]` would be read as a map: `deny_unknown_fields` would
+/// not apply to it, its errors would lose the list of allowed keys, and
+/// `key_tables` could not list the table (`params::struct_keys`). The same
+/// splicing as `aqm::pi::pi_config`, for markers anywhere in the list: the
+/// fields are read one at a time into `[$($done)*]`, then written out.
+macro_rules! scenario_table {
+    ($(#[$attr:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        scenario_table!(@fields [$(#[$attr])* pub struct $name] [] $($body)*);
+    };
+    // Nothing left to read: the struct.
+    (@fields [$($head:tt)*] [$($done:tt)*]) => {
+        $($head)* { $($done)* }
+    };
+    // A queue's link (dumbbell bottleneck, graph link, fat-tree link).
+    (@fields $head:tt [$($done:tt)*] @queue $($rest:tt)*) => {
+        scenario_table!(@fields $head [$($done)*
+            /// One-way propagation delay of the link.
+            #[serde(rename = "delay", default, with = "serde_duration")]
+            pub delay_ns: u64,
+            #[serde(default = "default_buffer", with = "serde_buffer")]
+            pub buffer: BufferSpec,
+            #[serde(default = "default_aqm")]
+            pub aqm: String,
+            /// Overrides of the AQM's parameters, named as in its spec.
+            #[serde(default)]
+            pub params: Value,
+        ] $($rest)*);
+    };
+    // What else happens on a link besides its queue (dumbbell bottleneck, graph link).
+    (@fields $head:tt [$($done:tt)*] @conditions $($rest:tt)*) => {
+        scenario_table!(@fields $head [$($done)*
+            /// Random drop probability on the link.
+            #[serde(default)]
+            pub loss: f64,
+            /// Random CE-mark probability on the link (ECN-capable packets only).
+            #[serde(default)]
+            pub mark: f64,
+            /// Rate changes over time ("at 2 s the rate becomes 0.5 Gbps").
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub rate_schedule: Vec<RateChange>,
+        ] $($rest)*);
+    };
+    // Who a flow's packets travel between (flow groups, workloads).
+    (@fields $head:tt [$($done:tt)*] @endpoints $($rest:tt)*) => {
+        scenario_table!(@fields $head [$($done)*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub label: Option<String>,
+            /// Base RTT (dumbbell).
+            #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+            pub rtt_ns: Option<u64>,
+            /// End nodes (graph topology).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub src: Option<String>,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub dst: Option<String>,
+        ] $($rest)*);
+    };
+    // How a flow's congestion control runs (flow groups, workloads).
+    (@fields $head:tt [$($done:tt)*] @cc_options $($rest:tt)*) => {
+        scenario_table!(@fields $head [$($done)*
+            /// off | classic | l4s | dctcp; default depends on `cc`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub ecn: Option<String>,
+            /// Overrides of the congestion control's parameters.
+            #[serde(default)]
+            pub params: Value,
+        ] $($rest)*);
+    };
+    // A field written out in the table: kept as it stands.
+    (@fields $head:tt [$($done:tt)*] $(#[$fattr:meta])* pub $field:ident: $ty:ty, $($rest:tt)*) => {
+        scenario_table!(@fields $head [$($done)* $(#[$fattr])* pub $field: $ty,] $($rest)*);
+    };
+}
+
 fn default_seed() -> u64 {
     1
 }
@@ -123,36 +202,22 @@ pub struct RateChange {
     pub rate_bps: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BottleneckSpec {
-    #[serde(rename = "rate", with = "serde_rate")]
-    pub rate_bps: u64,
-    /// One-way propagation delay of the bottleneck link itself (part of every flow's RTT).
-    #[serde(rename = "delay", default, with = "serde_duration")]
-    pub delay_ns: u64,
-    #[serde(default = "default_buffer", with = "serde_buffer")]
-    pub buffer: BufferSpec,
-    #[serde(default = "default_aqm")]
-    pub aqm: String,
-    /// Overrides of the AQM's parameters, named as in its spec.
-    #[serde(default)]
-    pub params: Value,
-    /// Random drop probability on the link.
-    #[serde(default)]
-    pub loss: f64,
-    /// Random CE-mark probability on the link (ECN-capable packets only).
-    #[serde(default)]
-    pub mark: f64,
-    /// Rate changes over time ("at 2 s the rate becomes 0.5 Gbps").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rate_schedule: Vec<RateChange>,
-    /// Sender access-link rate (NIC serialisation); unlimited by default.
-    #[serde(rename = "access_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
-    pub access_rate_bps: Option<u64>,
-    /// A queue on the ACK path; uncongested (pure delay) by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverse: Option<ReverseSpec>,
+scenario_table! {
+    /// The dumbbell's bottleneck link (its delay is part of every flow's RTT).
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct BottleneckSpec {
+        #[serde(rename = "rate", with = "serde_rate")]
+        pub rate_bps: u64,
+        @queue
+        @conditions
+        /// Sender access-link rate (NIC serialisation); unlimited by default.
+        #[serde(rename = "access_rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+        pub access_rate_bps: Option<u64>,
+        /// A queue on the ACK path; uncongested (pure delay) by default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reverse: Option<ReverseSpec>,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -181,58 +246,43 @@ pub struct TopologySpec {
     pub fat_tree: Option<FatTreeSpec>,
 }
 
-/// A three-tier k-ary fat tree (Al-Fares et al., SIGCOMM 2008, §3): k pods of
-/// k/2 edge and k/2 aggregation switches, (k/2)² core switches, k³/4 hosts
-/// named `h0` … `h{k³/4-1}`; every link full duplex with one queue per
-/// direction (host NICs included), all alike.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FatTreeSpec {
-    pub k: u32,
-    #[serde(rename = "rate", with = "serde_rate")]
-    pub rate_bps: u64,
-    #[serde(rename = "delay", default, with = "serde_duration")]
-    pub delay_ns: u64,
-    #[serde(default = "default_buffer", with = "serde_buffer")]
-    pub buffer: BufferSpec,
-    #[serde(default = "default_aqm")]
-    pub aqm: String,
-    #[serde(default)]
-    pub params: Value,
+scenario_table! {
+    /// A three-tier k-ary fat tree (Al-Fares et al., SIGCOMM 2008, §3): k pods of
+    /// k/2 edge and k/2 aggregation switches, (k/2)² core switches, k³/4 hosts
+    /// named `h0` … `h{k³/4-1}`; every link full duplex with one queue per
+    /// direction (host NICs included), all alike.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct FatTreeSpec {
+        pub k: u32,
+        #[serde(rename = "rate", with = "serde_rate")]
+        pub rate_bps: u64,
+        @queue
+    }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LinkSpec {
-    pub from: String,
-    pub to: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// None: a pure delay (no serialisation, no queue).
-    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
-    pub rate_bps: Option<u64>,
-    #[serde(rename = "delay", default, with = "serde_duration")]
-    pub delay_ns: u64,
-    #[serde(default = "default_buffer", with = "serde_buffer")]
-    pub buffer: BufferSpec,
-    #[serde(default = "default_aqm")]
-    pub aqm: String,
-    #[serde(default)]
-    pub params: Value,
-    #[serde(default)]
-    pub loss: f64,
-    #[serde(default)]
-    pub mark: f64,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rate_schedule: Vec<RateChange>,
-    /// Also create the reverse link (same rate and delay, tail-drop FIFO).
-    #[serde(default = "default_true")]
-    pub duplex: bool,
-    /// Make the link a shared half-duplex WLAN medium (docs/algorithms/wlan.md):
-    /// both directions send on one transmitter, `rate` is the PHY data rate,
-    /// and every frame costs the MAC/PHY overhead. Needs `duplex`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wlan: Option<WlanSpec>,
+scenario_table! {
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct LinkSpec {
+        pub from: String,
+        pub to: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub name: Option<String>,
+        /// None: a pure delay (no serialisation, no queue).
+        #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+        pub rate_bps: Option<u64>,
+        @queue
+        @conditions
+        /// Also create the reverse link (same rate and delay, tail-drop FIFO).
+        #[serde(default = "default_true")]
+        pub duplex: bool,
+        /// Make the link a shared half-duplex WLAN medium (docs/algorithms/wlan.md):
+        /// both directions send on one transmitter, `rate` is the PHY data rate,
+        /// and every frame costs the MAC/PHY overhead. Needs `duplex`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub wlan: Option<WlanSpec>,
+    }
 }
 
 /// The WLAN medium model's constants; defaults are 802.11g (ERP-OFDM, short
@@ -269,54 +319,42 @@ fn default_wlan_header() -> u32 {
     crate::net::medium::HEADER_80211_BYTES
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FlowGroup {
-    /// Congestion control name, "udp" for constant bit rate, or "qcn" for a
-    /// QCN rate-limited source (802.1Qau reaction point).
-    pub cc: String,
-    #[serde(default = "default_count")]
-    pub count: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// Base RTT (dumbbell).
-    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub rtt_ns: Option<u64>,
-    /// End nodes (graph topology).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub src: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dst: Option<String>,
-    /// A traffic pattern over a fat tree's hosts instead of src/dst:
-    /// "permutation" (every host sends `count` flows to one other host, each
-    /// host receiving from exactly one; a random derangement drawn from the seed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<String>,
-    /// off | classic | l4s | dctcp; default depends on `cc`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ecn: Option<String>,
-    /// Overrides of the congestion control's parameters.
-    #[serde(default)]
-    pub params: Value,
-    #[serde(rename = "start", default, with = "serde_duration")]
-    pub start_ns: u64,
-    /// Each flow starts uniformly at random within this after `start`.
-    #[serde(rename = "start_jitter", default, with = "serde_duration")]
-    pub start_jitter_ns: u64,
-    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub stop_ns: Option<u64>,
-    /// Finite flow size (payload); unbounded when absent.
-    #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// UDP: sending rate; QCN: line (maximum) rate.
-    #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
-    pub rate_bps: Option<u64>,
-    /// UDP and QCN: datagram size on the wire (default: the MTU).
-    #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
-    pub packet_size_bytes: Option<u64>,
-    /// Per Packet Value edge marker for each flow of the group (none: PV 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub marker: Option<crate::ppv::marker::MarkerSpec>,
+scenario_table! {
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct FlowGroup {
+        /// Congestion control name, "udp" for constant bit rate, or "qcn" for a
+        /// QCN rate-limited source (802.1Qau reaction point).
+        pub cc: String,
+        #[serde(default = "default_count")]
+        pub count: u32,
+        @endpoints
+        /// A traffic pattern over a fat tree's hosts instead of src/dst:
+        /// "permutation" (every host sends `count` flows to one other host, each
+        /// host receiving from exactly one; a random derangement drawn from the seed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub pattern: Option<String>,
+        @cc_options
+        #[serde(rename = "start", default, with = "serde_duration")]
+        pub start_ns: u64,
+        /// Each flow starts uniformly at random within this after `start`.
+        #[serde(rename = "start_jitter", default, with = "serde_duration")]
+        pub start_jitter_ns: u64,
+        #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+        pub stop_ns: Option<u64>,
+        /// Finite flow size (payload); unbounded when absent.
+        #[serde(rename = "size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+        pub size_bytes: Option<u64>,
+        /// UDP: sending rate; QCN: line (maximum) rate.
+        #[serde(rename = "rate", default, with = "serde_opt_rate", skip_serializing_if = "Option::is_none")]
+        pub rate_bps: Option<u64>,
+        /// UDP and QCN: datagram size on the wire (default: the MTU).
+        #[serde(rename = "packet_size", default, with = "serde_opt_size", skip_serializing_if = "Option::is_none")]
+        pub packet_size_bytes: Option<u64>,
+        /// Per Packet Value edge marker for each flow of the group (none: PV 0).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub marker: Option<crate::ppv::marker::MarkerSpec>,
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -334,43 +372,35 @@ pub struct SizeDist {
     pub shape: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Workload {
-    /// web: finite TCP flows arriving over time (Poisson, `rate`);
-    /// incast: every `every`, `senders` hosts of a fat tree each start a
-    /// flow of `size` to one host (`dst`, or a random host each time).
-    pub kind: String,
-    /// poisson
-    #[serde(default = "default_arrival")]
-    pub arrival: String,
-    /// Arrivals per second (web).
-    #[serde(with = "serde_per_second", default, skip_serializing_if = "is_zero")]
-    pub rate: f64,
-    /// Period of an incast (incast).
-    #[serde(rename = "every", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub every_ns: Option<u64>,
-    /// Senders per incast (incast).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub senders: Option<u32>,
-    pub size: SizeDist,
-    pub cc: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    #[serde(rename = "rtt", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub rtt_ns: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub src: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dst: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ecn: Option<String>,
-    #[serde(default)]
-    pub params: Value,
-    #[serde(rename = "start", default, with = "serde_duration")]
-    pub start_ns: u64,
-    #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
-    pub stop_ns: Option<u64>,
+scenario_table! {
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Workload {
+        /// web: finite TCP flows arriving over time (Poisson, `rate`);
+        /// incast: every `every`, `senders` hosts of a fat tree each start a
+        /// flow of `size` to one host (`dst`, or a random host each time).
+        pub kind: String,
+        /// poisson
+        #[serde(default = "default_arrival")]
+        pub arrival: String,
+        /// Arrivals per second (web).
+        #[serde(with = "serde_per_second", default, skip_serializing_if = "is_zero")]
+        pub rate: f64,
+        /// Period of an incast (incast).
+        #[serde(rename = "every", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+        pub every_ns: Option<u64>,
+        /// Senders per incast (incast).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub senders: Option<u32>,
+        pub size: SizeDist,
+        pub cc: String,
+        @endpoints
+        @cc_options
+        #[serde(rename = "start", default, with = "serde_duration")]
+        pub start_ns: u64,
+        #[serde(rename = "stop", default, with = "serde_opt_duration", skip_serializing_if = "Option::is_none")]
+        pub stop_ns: Option<u64>,
+    }
 }
 
 fn is_zero(x: &f64) -> bool {

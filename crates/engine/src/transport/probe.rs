@@ -10,6 +10,7 @@
 //! replies give no sample (as ping). The probe is unresponsive: it never
 //! changes its interval.
 
+use super::udp::DatagramClock;
 use crate::packet::{Ecn, Packet, PacketKind};
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
@@ -25,14 +26,8 @@ pub const DEFAULT_PACKET_BYTES: u32 = 84;
 
 #[derive(Debug, Clone)]
 pub struct ProbeSource {
-    pub flow: u32,
+    clock: DatagramClock,
     interval_ns: u64,
-    size_bytes: u32,
-    ecn: Ecn,
-    next_ns: u64,
-    stop_ns: Option<u64>,
-    seq: u64,
-    pub pkts_sent: u64,
     /// (reply arrival, request sequence, RTT) in ns, in arrival order; the
     /// arrival time is the source's own clock, which is simulated time (see
     /// `World::add_flow`).
@@ -41,7 +36,7 @@ pub struct ProbeSource {
 
 impl ProbeSource {
     pub fn new(flow: u32, interval_ns: u64, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>) -> Self {
-        ProbeSource { flow, interval_ns, size_bytes, ecn, next_ns: start_ns, stop_ns, seq: 0, pkts_sent: 0, samples: vec![] }
+        ProbeSource { clock: DatagramClock::new(flow, size_bytes, ecn, start_ns, stop_ns), interval_ns, samples: vec![] }
     }
 
     pub fn interval_ns(&self) -> u64 {
@@ -50,24 +45,21 @@ impl ProbeSource {
 
     /// The rate the probe sends at (for the time series' `rate_bps`).
     pub fn rate_bps(&self) -> u64 {
-        self.size_bytes as u64 * 8 * 1_000_000_000 / self.interval_ns
+        self.clock.size_bytes() as u64 * 8 * 1_000_000_000 / self.interval_ns
+    }
+
+    pub fn pkts_sent(&self) -> u64 {
+        self.clock.pkts_sent()
     }
 
     pub fn next_wakeup_ns(&self) -> Option<u64> {
-        match self.stop_ns {
-            Some(s) if self.next_ns >= s => None,
-            _ => Some(self.next_ns),
-        }
+        self.clock.next_wakeup_ns()
     }
 
+    /// Requests carry their scheduled send time (`ts_ns`): the RTT counts from it.
     pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
-        while self.next_ns <= now_ns && self.stop_ns.is_none_or(|s| self.next_ns < s) {
-            // ts_ns = the scheduled send time: the RTT counts from it.
-            out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
-            self.seq += 1;
-            self.pkts_sent += 1;
-            self.next_ns += self.interval_ns;
-        }
+        let interval_ns = self.interval_ns;
+        self.clock.send_due(now_ns, out, || interval_ns);
     }
 
     /// An echo reply reached the source at `now_ns` (its clock).

@@ -7,28 +7,32 @@
 
 use crate::packet::{Ecn, Packet};
 
+/// The departure clock both datagram sources share (CBR here, the latency
+/// probe in `transport::probe`): datagrams of one size and ECN codepoint,
+/// numbered from 0 and stamped with their scheduled send time, from the
+/// start time until (not at) the stop time; the source says the spacing.
 #[derive(Debug, Clone)]
-pub struct CbrSource {
-    pub flow: u32,
-    rate_bps: u64,
+pub struct DatagramClock {
+    flow: u32,
     size_bytes: u32,
     ecn: Ecn,
     next_ns: u64,
     stop_ns: Option<u64>,
+    /// The next datagram's sequence number: also the count sent.
     seq: u64,
-    /// Remainder carried between departures so the long-run rate is exact.
-    carry_ns_x_rate: u64,
-    pub bytes_sent: u64,
-    pub pkts_sent: u64,
 }
 
-impl CbrSource {
-    pub fn new(flow: u32, rate_bps: u64, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>) -> Self {
-        CbrSource { flow, rate_bps, size_bytes, ecn, next_ns: start_ns, stop_ns, seq: 0, carry_ns_x_rate: 0, bytes_sent: 0, pkts_sent: 0 }
+impl DatagramClock {
+    pub fn new(flow: u32, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>) -> Self {
+        DatagramClock { flow, size_bytes, ecn, next_ns: start_ns, stop_ns, seq: 0 }
     }
 
-    pub fn rate_bps(&self) -> u64 {
-        self.rate_bps
+    pub fn size_bytes(&self) -> u32 {
+        self.size_bytes
+    }
+
+    pub fn pkts_sent(&self) -> u64 {
+        self.seq
     }
 
     pub fn next_wakeup_ns(&self) -> Option<u64> {
@@ -38,17 +42,51 @@ impl CbrSource {
         }
     }
 
-    pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+    /// Send every datagram due by `now_ns`; `gap_ns()` is asked, once per
+    /// datagram sent, for the time from it to the next.
+    #[inline]
+    pub fn send_due(&mut self, now_ns: u64, out: &mut Vec<Packet>, mut gap_ns: impl FnMut() -> u64) {
         while self.next_ns <= now_ns && self.stop_ns.is_none_or(|s| self.next_ns < s) {
             out.push(Packet::datagram(self.flow, self.size_bytes, self.seq, self.next_ns, now_ns, self.ecn));
             self.seq += 1;
-            self.pkts_sent += 1;
-            self.bytes_sent += self.size_bytes as u64;
-            // Exact spacing: bits·1e9/rate with the remainder carried forward.
-            let num = self.size_bytes as u64 * 8 * 1_000_000_000 + self.carry_ns_x_rate;
-            self.next_ns += num / self.rate_bps;
-            self.carry_ns_x_rate = num % self.rate_bps;
+            self.next_ns += gap_ns();
         }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct CbrSource {
+    clock: DatagramClock,
+    rate_bps: u64,
+    /// Remainder carried between departures so the long-run rate is exact.
+    carry_ns_x_rate: u64,
+}
+
+impl CbrSource {
+    pub fn new(flow: u32, rate_bps: u64, size_bytes: u32, ecn: Ecn, start_ns: u64, stop_ns: Option<u64>) -> Self {
+        CbrSource { clock: DatagramClock::new(flow, size_bytes, ecn, start_ns, stop_ns), rate_bps, carry_ns_x_rate: 0 }
+    }
+
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
+    pub fn pkts_sent(&self) -> u64 {
+        self.clock.pkts_sent()
+    }
+
+    pub fn next_wakeup_ns(&self) -> Option<u64> {
+        self.clock.next_wakeup_ns()
+    }
+
+    pub fn on_timer(&mut self, now_ns: u64, out: &mut Vec<Packet>) {
+        let bits_x_1e9 = self.clock.size_bytes() as u64 * 8 * 1_000_000_000;
+        self.clock.send_due(now_ns, out, || {
+            // Exact spacing: bits·1e9/rate with the remainder carried forward.
+            let num = bits_x_1e9 + self.carry_ns_x_rate;
+            self.carry_ns_x_rate = num % self.rate_bps;
+            num / self.rate_bps
+        });
     }
 }
 

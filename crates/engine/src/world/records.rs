@@ -48,9 +48,9 @@ impl World {
                 let sent = match (&f.source, &f.sink) {
                     (Source::Tcp(s), Sink::Tcp(_)) => s.stats.segs_sent,
                     (Source::Tcp(_), _) => 0,
-                    (Source::Cbr(c), _) => c.pkts_sent,
+                    (Source::Cbr(c), _) => c.pkts_sent(),
                     (Source::Qcn(q), _) => q.pkts_sent,
-                    (Source::Probe(p), _) => p.pkts_sent,
+                    (Source::Probe(p), _) => p.pkts_sent(),
                 };
                 FlowRecord {
                     info: (**info).clone(),

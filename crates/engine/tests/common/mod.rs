@@ -48,3 +48,28 @@ pub fn two_router_links(loss_a: f64) -> Value {
         {"from": "r2", "to": "c", "delay": "2ms"}
     ]})
 }
+
+pub fn f64_of(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+pub fn u64_of(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// Rows of the `queue_ts` table for `queue`: (t_ns, column value).
+pub fn queue_series(r: &Results, queue: &str, col: &str) -> Vec<(u64, f64)> {
+    let t = r.table("queue_ts");
+    let (ts, names, v) = (t.f64s("t_ns"), t.strs("queue"), t.f64s(col));
+    (0..ts.len()).filter(|&i| names[i] == queue).map(|i| (ts[i] as u64, v[i])).collect()
+}
+
+/// The value of a cumulative series at sample time `t_ns`.
+pub fn at(series: &[(u64, f64)], t_ns: u64) -> f64 {
+    series.iter().find(|s| s.0 == t_ns).unwrap_or_else(|| panic!("no sample at {t_ns} ns")).1
+}
+
+/// One column of the flows table for flow `i`.
+pub fn flow_col(r: &Results, i: usize, col: &str) -> f64 {
+    r.table("flows").f64s(col)[i]
+}
