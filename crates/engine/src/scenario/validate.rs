@@ -275,6 +275,7 @@ impl Scenario {
                         None => {}
                     }
                 }
+                check_unique_link_names(&t.links)?;
             }
         }
         if self.flows.is_empty() && self.workloads.is_empty() {
@@ -474,4 +475,30 @@ impl SizeDist {
         };
         (v.round() as u64).max(1)
     }
+}
+
+/// Every queue of a topology has its own name in the results (`queues[].name`,
+/// `result.queue(name)`, a sweep's `queues.<name>.*` columns, `metrics.pcap.queue`):
+/// two links named alike, or two unnamed links between the same nodes, would
+/// be two queues under one name.
+fn check_unique_link_names(links: &[LinkSpec]) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, l) in links.iter().enumerate() {
+        if l.rate_bps.is_none() {
+            continue; // a pure delay has no queue
+        }
+        let base = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+        let mut names = vec![base.clone()];
+        if l.duplex {
+            names.push(format!("{base}:rev"));
+        }
+        for n in names {
+            if let Some(j) = seen.insert(n.clone(), i) {
+                let fix = if l.name.is_some() { "give each link its own name" } else { "give one of them a name" };
+                let key = if l.name.is_some() { ".name" } else { "" };
+                return Err(format!("topology.links[{i}]{key}: queue name '{n}' is already used by topology.links[{j}] ({fix})"));
+            }
+        }
+    }
+    Ok(())
 }
