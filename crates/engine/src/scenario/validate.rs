@@ -380,6 +380,11 @@ impl Scenario {
             w.params = params;
             w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;
+            if let Some(s) = w.stop_ns {
+                if s <= w.start_ns {
+                    return Err(format!("{p}.stop: must be later than start"));
+                }
+            }
         }
         if let Some(pc) = &self.metrics.pcap {
             // A fat tree's queue names are the world's (checked when it is built).
