@@ -441,6 +441,23 @@ pub const SIZE_DISTS: [&str; 4] = ["pareto", "exponential", "fixed", "uniform"];
 
 impl SizeDist {
     fn check(&self, path: &str) -> Result<(), String> {
+        // A key the distribution does not read would be ignored without a
+        // word (a fixed size "with a min"); name it instead.
+        let used: &[&str] = match self.dist.as_str() {
+            "pareto" => &["min", "max", "shape"],
+            "exponential" | "fixed" => &["mean"],
+            "uniform" => &["min", "max"],
+            _ => &["min", "max", "mean", "shape"],
+        };
+        let given = [
+            ("min", self.min_bytes.is_some()),
+            ("max", self.max_bytes.is_some()),
+            ("mean", self.mean_bytes.is_some()),
+            ("shape", self.shape.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|(k, g)| *g && !used.contains(k)) {
+            return Err(format!("{path}.{k}: dist '{}' does not use it (it takes {})", self.dist, used.join(", ")));
+        }
         let need = |v: Option<u64>, k: &str| v.filter(|&x| x > 0).ok_or_else(|| format!("{path}.{k}: required and positive for dist '{}'", self.dist));
         match self.dist.as_str() {
             "pareto" => {
