@@ -187,11 +187,17 @@ class SweepSpec:
         if not isinstance(grid, Mapping):
             raise SweepError("grid: must be a table of parameter path = [values]")
         seeds = head.get("seeds", None)
+        name = head.get("name", default_name)
+        # The name is the default output directory, out/<name>: one plain
+        # directory name ("" wrote into out/ itself, "../x" outside it).
+        if not isinstance(name, str) or name.strip() in ("", ".", "..") or any(c in name for c in "/\\"):
+            raise SweepError(f"sweep.name: {name!r}: give a plain name for the output directory out/<name> "
+                             "(not empty, no '/' or '\\', not '.' or '..')")  # fmt: skip
         return cls(
             base=base,
             grid={str(k): v for k, v in grid.items()},
             seeds=_seeds(seeds, base),
-            name=str(head.get("name", default_name)),
+            name=name,
             description=str(head.get("description", "")),
         )
 
