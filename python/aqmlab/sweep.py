@@ -219,14 +219,22 @@ class SweepSpec:
             sizes = " × ".join([*(str(len(self.grid[p])) for p in paths), f"{len(self.seeds)} seeds"])
             raise SweepError(f"grid: {sizes} = {total:,} runs, more than a sweep may run ({MAX_RUNS:,}): split it")
         out = []
+        seen: dict[str, Point] = {}
         for combo in itertools.product(*(self.grid[p] for p in paths)):
             params = dict(zip(paths, combo, strict=True))
             for seed in self.seeds:
+                where = ", ".join(f"'{k}' = {_show(v)}" for k, v in params.items())
                 try:
-                    out.append(make_point(self.base, params, seed))
+                    pt = make_point(self.base, params, seed)
                 except ScenarioError as e:
-                    where = ", ".join(f"'{k}' = {_show(v)}" for k, v in params.items())
                     raise SweepError(f"grid {where}: {e}") from None
+                # Two points that normalise to one scenario would run it twice
+                # and count both runs as samples of it (as seeds = [1, 1] would).
+                if pt.key in seen:
+                    raise SweepError(f"grid {where}: the same scenario as {seen[pt.key].label} "
+                                     "(a value repeated, or two spellings of one value): give each value once")  # fmt: skip
+                seen[pt.key] = pt
+                out.append(pt)
         return out
 
 
