@@ -163,9 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench)
 
     g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")
-    g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
-    g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
-    g.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
+    fmt = g.add_mutually_exclusive_group()  # one output format (--json --markdown printed JSON only)
+    fmt.add_argument("--json", action="store_true", help="the engine's registry as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
+    fmt.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
     g.set_defaults(func=cmd_registry)
 
     from aqmlab.validation.command import add_parser as add_validation
