@@ -169,13 +169,14 @@ def test_a_grid_with_the_same_point_twice_is_refused(values: str, tmp_path: Path
 
 
 @pytest.mark.parametrize("name", ["", "../escape", "a/b", "."])
-def test_a_sweep_name_that_is_not_a_directory_name_is_refused(name: str, tmp_path: Path,
+def test_a_sweep_name_that_is_not_a_directory_name_is_refused(name: str, tmp_cwd: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     # The name is the default output directory out/<name>: "" wrote into out/
     # itself and "../escape" outside out/.
-    f = _sweep(tmp_path, f"name = {json.dumps(name)}", '"bottleneck.aqm" = ["fifo"]')
-    msg = _error(capsys, ["sweep", str(f), "--no-cache", "--cache", str(tmp_path / "c")])
+    f = _sweep(tmp_cwd, f"name = {json.dumps(name)}", '"bottleneck.aqm" = ["fifo"]')
+    msg = _error(capsys, ["sweep", str(f), "--no-cache"])
     assert msg.startswith("sweep.name: "), msg
+    assert not (tmp_cwd / "out").exists()
 
 
 def test_a_scheduler_without_the_dask_backend_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
