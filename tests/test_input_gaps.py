@@ -194,3 +194,15 @@ def test_registry_output_formats_exclude_each_other(capsys: pytest.CaptureFixtur
         main(["registry", "--json", "--markdown"])
     assert e.value.code == 2
     assert "not allowed with" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rtt_ns", [20_000_001, 3])
+def test_an_odd_nanosecond_rtt_is_simulated_exactly(rtt_ns: int) -> None:
+    # Units are parsed exactly (docs/scenario.md); the dumbbell used to halve
+    # the RTT into one-way delays with integer division and drop the odd
+    # nanosecond: rtt = "20000001ns" ran (and was reported) as 20 ms.
+    import aqmlab
+
+    r = aqmlab.run({"duration": "100ms", "bottleneck": {"rate": "10Mbps"},
+                    "flows": [{"cc": "reno", "rtt": f"{rtt_ns}ns"}]})  # fmt: skip
+    assert int(r.flows["base_rtt_ns"].iloc[0]) == rtt_ns
