@@ -206,3 +206,24 @@ def test_an_odd_nanosecond_rtt_is_simulated_exactly(rtt_ns: int) -> None:
     r = aqmlab.run({"duration": "100ms", "bottleneck": {"rate": "10Mbps"},
                     "flows": [{"cc": "reno", "rtt": f"{rtt_ns}ns"}]})  # fmt: skip
     assert int(r.flows["base_rtt_ns"].iloc[0]) == rtt_ns
+
+
+@pytest.mark.parametrize("value", ["fifo", 5, None], ids=["text", "number", "none"])
+def test_a_python_grid_value_that_is_not_a_list_is_one_scenario_error(value: object) -> None:
+    # aqmlab.sweep(s, {"bottleneck.aqm": "fifo"}) used to split the text into
+    # letters ("grid 'bottleneck.aqm' = f: unknown AQM 'f'"), and a number
+    # raised a TypeError traceback.
+    import aqmlab
+    from aqmlab.sweep import SweepError
+
+    base = {"duration": "100ms", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
+    with pytest.raises(SweepError, match=r"^grid\.'bottleneck\.aqm': must be a non-empty list of values"):
+        aqmlab.sweep(base, {"bottleneck.aqm": value}, cache_dir=None)
+
+
+def test_a_python_grid_given_as_tuples_still_works() -> None:
+    import aqmlab
+
+    base = {"duration": "100ms", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
+    r = aqmlab.sweep(base, {"bottleneck.aqm": ("fifo", "codel")}, cache_dir=None, jobs=1)
+    assert r.total == 2 and r.failed == 0

@@ -373,7 +373,9 @@ def sweep(
         s = SweepSpec.load(spec)
     else:
         base = to_dict(spec)
-        s = SweepSpec(base=base, grid={k: list(v) for k, v in (grid or {}).items()},
+        # Tuples and other sequences become lists; text or a single value stays
+        # as given, for points() to refuse in one line (list("fifo") was letters).
+        s = SweepSpec(base=base, grid={k: _as_values(v) for k, v in (grid or {}).items()},
                       seeds=_seeds(None, base), name=str(base.get("name") or "sweep"))  # fmt: skip
     if seeds is not None:
         s.seeds = _seeds(seeds if isinstance(seeds, int) else list(seeds), s.base)
@@ -387,6 +389,12 @@ def sweep(
     if result.failed and not allow_failures:
         raise SweepFailed(result)
     return result
+
+
+def _as_values(v: Any) -> Any:
+    if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
+        return v
+    return list(v)  # a tuple, a range, a NumPy array
 
 
 def _looks_like_sweep(path: str | os.PathLike[str]) -> bool:
