@@ -227,3 +227,11 @@ def test_a_python_grid_given_as_tuples_still_works() -> None:
     base = {"duration": "100ms", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
     r = aqmlab.sweep(base, {"bottleneck.aqm": ("fifo", "codel")}, cache_dir=None, jobs=1)
     assert r.total == 2 and r.failed == 0
+
+
+def test_a_scenario_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    # Windows editors save UTF-8 with a BOM; that used to be
+    # "invalid TOML: Invalid statement (at line 1, column 1)".
+    f = tmp_path / "bom.toml"
+    f.write_bytes(b"\xef\xbb\xbf" + SCENARIO.encode())
+    assert main(["validate", "-q", str(f)]) == 0
