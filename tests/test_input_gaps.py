@@ -235,3 +235,12 @@ def test_a_scenario_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None
     f = tmp_path / "bom.toml"
     f.write_bytes(b"\xef\xbb\xbf" + SCENARIO.encode())
     assert main(["validate", "-q", str(f)]) == 0
+
+
+def test_the_python_api_refuses_a_scheduler_without_dask_too() -> None:
+    import aqmlab
+    from aqmlab.sweep import SweepError
+
+    base = {"duration": "100ms", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
+    with pytest.raises(SweepError, match="scheduler.*backend"):
+        aqmlab.sweep(base, {"bottleneck.aqm": ["fifo"]}, scheduler="tcp://host:8786", cache_dir=None)
