@@ -244,3 +244,30 @@ def test_the_python_api_refuses_a_scheduler_without_dask_too() -> None:
     base = {"duration": "100ms", "bottleneck": {"rate": "10Mbps"}, "flows": [{"cc": "reno", "rtt": "10ms"}]}
     with pytest.raises(SweepError, match="scheduler.*backend"):
         aqmlab.sweep(base, {"bottleneck.aqm": ["fifo"]}, scheduler="tcp://host:8786", cache_dir=None)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "S", "-q", "--json"],
+        ["validate", "S", "--show", "-q"],
+        ["validate", "S", "--show", "--json"],
+        ["validate", "S", "--json", "-q"],
+        ["sweep", "S", "-q", "--json"],
+        ["compare", "S", "S", "-q", "--json"],
+        ["reproduce", "abe", "-q", "--json"],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[2:] if a[0] != "compare" else a[:1] + a[3:]),
+)
+def test_output_modes_that_contradict_each_other_are_refused(argv: list[str], scenario: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # docs/cli.md writes them [-q | --json] and [--show | --json | -q]; they
+    # used to be resolved silently (run -q --json printed the JSON; validate
+    # --show -q printed the scenario, though -q is "print nothing").
+    args = [str(scenario) if a == "S" else a for a in argv]
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main([*args, "--out", str(tmp_path / "o")] if argv[0] in ("run", "sweep", "compare", "reproduce") else args)
+    assert e.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
