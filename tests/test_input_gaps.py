@@ -271,3 +271,25 @@ def test_output_modes_that_contradict_each_other_are_refused(argv: list[str], sc
     assert e.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("flow", "offered"),
+    [
+        # 1 Tbit/s of 1500-byte datagrams for 10 s: 8.3e8 packets, each an
+        # event at the sender and an arrival at the queue (measured: 100 ms of
+        # it is 8.3e6 events, 0.74 s of wall time).
+        ({"cc": "udp", "rtt": "20ms", "rate": "1Tbps"}, 1e12 * 10 / 12_000),
+        # A probe every 1 us: 1e7 requests and as many replies.
+        ({"cc": "probe", "rtt": "20ms", "params": {"interval": "1us"}}, 2 * 10 / 1e-6),
+    ],
+    ids=["udp-1Tbps", "probe-1us"],
+)
+def test_the_time_estimate_counts_what_an_unresponsive_source_offers(flow: dict[str, object], offered: float) -> None:
+    # Used to count only what the 10 Mbit/s link can carry (8.3e3 packets,
+    # "under a second"), so --max-time let through runs 100x longer.
+    import aqmlab
+    from aqmlab.resources import estimate
+
+    e = estimate(aqmlab.validate({"duration": "10s", "bottleneck": {"rate": "10Mbps"}, "flows": [flow]}))
+    assert e.packets == pytest.approx(offered, rel=0.01)
