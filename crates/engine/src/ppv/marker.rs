@@ -136,6 +136,25 @@ impl MarkerSpec {
     }
 
     fn validate_method(&self, path: &str) -> Result<(), String> {
+        // The other method's keys would be ignored without a word; the
+        // normalised scenario holds them at their defaults, so a value other
+        // than the default was given for a method that does not read it.
+        let d = MarkerSpec::default();
+        let (other, given) = match self.method {
+            MarkerMethod::TokenBucket => ("random_rate", vec![("rate_window", self.rate_window_ns != d.rate_window_ns)]),
+            MarkerMethod::RandomRate => (
+                "token_bucket",
+                vec![
+                    ("levels_per_octave", self.levels_per_octave != d.levels_per_octave),
+                    ("min_rate", self.min_rate_bps != d.min_rate_bps),
+                    ("max_rate", self.max_rate_bps != d.max_rate_bps),
+                    ("bucket_depth", self.bucket_depth_ns != d.bucket_depth_ns),
+                ],
+            ),
+        };
+        if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!("{path}.{k}: applies to method = \"{other}\" only (this marker's method ignores it)"));
+        }
         if self.rate_window_ns == 0 {
             return Err(format!("{path}.rate_window: must be positive"));
         }
