@@ -293,3 +293,37 @@ def test_the_time_estimate_counts_what_an_unresponsive_source_offers(flow: dict[
 
     e = estimate(aqmlab.validate({"duration": "10s", "bottleneck": {"rate": "10Mbps"}, "flows": [flow]}))
     assert e.packets == pytest.approx(offered, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("marker", "key"),
+    [
+        ('{method="token_bucket",rate_window="10ms"}', "rate_window"),
+        ('{levels_per_octave=8}', "levels_per_octave"),
+        ('{method="random_rate",bucket_depth="5ms"}', "bucket_depth"),
+        ('{min_rate="1Mbps"}', "min_rate"),
+    ],
+)
+def test_a_marker_key_of_the_other_method_is_refused(marker: str, key: str, scenario: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # docs/scenario.md: rate_window is random_rate's, levels_per_octave,
+    # min_rate, max_rate and bucket_depth are token_bucket's; the other
+    # method's keys used to be accepted and ignored.
+    msg = _error(capsys, ["validate", str(scenario), "--set", f"flows[0].marker={marker}"])
+    assert msg.startswith(f"flows[0].marker.{key}: "), msg
+
+
+def test_a_marker_with_its_own_methods_keys_is_accepted(scenario: Path) -> None:
+    for m in ('{method="token_bucket",levels_per_octave=8,bucket_depth="5ms"}', '{rate_window="10ms"}'):
+        assert main(["validate", "-q", str(scenario), "--set", f"flows[0].marker={m}"]) == 0, m
+
+
+def test_a_pie_dq_threshold_with_the_timestamp_estimator_is_refused(scenario: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    # dq_threshold is the departure-rate estimator's; PIE's default preset
+    # estimates from timestamps and ignored it.
+    msg = _error(capsys, ["validate", str(scenario), "--set", "bottleneck.aqm=pie", "--set", "bottleneck.params.dq_threshold=32KB"])
+    assert msg.startswith("bottleneck.params.dq_threshold: ") and "dq_rate" in msg, msg
+    for extra in ('estimator="dq_rate"', 'preset="linux-3.14"'):
+        params = f'{{dq_threshold="32KB",{extra}}}'
+        assert main(["validate", "-q", str(scenario), "--set", "bottleneck.aqm=pie", "--set", f"bottleneck.params={params}"]) == 0
