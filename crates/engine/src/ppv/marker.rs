@@ -371,7 +371,15 @@ mod tests {
         let mut s = MarkerSpec { tvf: Some(vec![TvfPoint(1, 9)]), ..MarkerSpec::default() };
         s.validate("m").unwrap();
         assert_eq!(s.weight, None, "a TVF as data has no weight");
-        let mut s = MarkerSpec { min_rate_bps: 1, levels_per_octave: 256.0, ..MarkerSpec::default() };
+        let mut s = MarkerSpec {
+            method: MarkerMethod::TokenBucket,
+            min_rate_bps: 1,
+            levels_per_octave: 256.0,
+            ..MarkerSpec::default()
+        };
         assert!(s.validate("m").unwrap_err().contains("token-bucket regions"));
+        // The token-bucket keys under random_rate are ignored, so refused.
+        let mut s = MarkerSpec { levels_per_octave: 8.0, ..MarkerSpec::default() };
+        assert!(s.validate("m").unwrap_err().starts_with("m.levels_per_octave: applies to method = \"token_bucket\""));
     }
 }
