@@ -35,7 +35,9 @@ def read_text_file(p: Path, what: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise ScenarioError(f"{p}: larger than {MAX_FILE_BYTES // 2**20} MiB: not a {what} file (they are a few kB of TOML)")
     try:
-        return data.decode("utf-8")
+        # utf-8-sig: a leading byte order mark (Windows editors write one) is
+        # not TOML; tomllib would call it an invalid statement at line 1.
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ScenarioError(f"{p}: not a text file (a {what} is TOML in UTF-8)") from None
 

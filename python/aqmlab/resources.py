@@ -86,8 +86,37 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     else:
         rate_bps = _bps((normalized.get("bottleneck") or {}).get("rate"))
     mtu = int((normalized.get("tcp") or {}).get("mtu_bytes", 1500) or 1500)
-    packets = rate_bps * duration_s / (8 * mtu)
+    packets = max(rate_bps * duration_s / (8 * mtu), _unresponsive_packets(normalized, duration_s, mtu))
     return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S)
+
+
+def _unresponsive_packets(normalized: dict[str, Any], duration_s: float, mtu: int) -> float:
+    """Packets that UDP flows and latency probes send whatever the links carry:
+    each costs an event at the source and an arrival at a queue even when it is
+    dropped, so 1 Tbit/s of UDP into a 10 Mbit/s link costs what its offered
+    load does, not what the link carries. (A QCN source's `rate` is only its
+    line rate: it slows down on congestion notifications, so it is left out.)"""
+    total = 0.0
+    for f in normalized.get("flows", []) or []:
+        start_s = _ns(f.get("start", "0ns")) / 1e9
+        stop_s = _ns(f["stop"]) / 1e9 if f.get("stop") else duration_s
+        active_s = max(0.0, min(stop_s, duration_s) - start_s)
+        count = int(f.get("count", 1) or 1)
+        if f.get("cc") == "udp":
+            size = _size_bytes(f.get("packet_size")) or mtu
+            total += count * _bps(f.get("rate")) * active_s / (8 * size)
+        elif f.get("cc") == "probe":
+            interval_s = _ns((f.get("params") or {}).get("interval", "10ms")) / 1e9
+            if interval_s > 0:
+                total += count * 2 * active_s / interval_s  # a request and its reply
+    return total
+
+
+def _size_bytes(text: Any) -> int:
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(B|KB|kB|MB|GB)", str(text).strip())
+    if not m:
+        return 0
+    return int(float(m.group(1)) * {"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)])
 
 
 def available_memory_bytes() -> int | None:

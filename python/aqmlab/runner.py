@@ -212,6 +212,8 @@ def run_points(
     """
     if backend not in ("local", "dask"):
         raise SweepError(f"backend: unknown backend '{backend}' (allowed: local, dask)")
+    if scheduler is not None and backend != "dask":  # was ignored: the runs went to the local pool
+        raise SweepError(f"scheduler: {scheduler!r}: a scheduler address needs backend='dask'")
     if jobs is not None:
         import operator
 

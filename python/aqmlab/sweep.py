@@ -187,11 +187,17 @@ class SweepSpec:
         if not isinstance(grid, Mapping):
             raise SweepError("grid: must be a table of parameter path = [values]")
         seeds = head.get("seeds", None)
+        name = head.get("name", default_name)
+        # The name is the default output directory, out/<name>: one plain
+        # directory name ("" wrote into out/ itself, "../x" outside it).
+        if not isinstance(name, str) or name.strip() in ("", ".", "..") or any(c in name for c in "/\\"):
+            raise SweepError(f"sweep.name: {name!r}: give a plain name for the output directory out/<name> "
+                             "(not empty, no '/' or '\\', not '.' or '..')")  # fmt: skip
         return cls(
             base=base,
             grid={str(k): v for k, v in grid.items()},
             seeds=_seeds(seeds, base),
-            name=str(head.get("name", default_name)),
+            name=name,
             description=str(head.get("description", "")),
         )
 
@@ -213,14 +219,22 @@ class SweepSpec:
             sizes = " × ".join([*(str(len(self.grid[p])) for p in paths), f"{len(self.seeds)} seeds"])
             raise SweepError(f"grid: {sizes} = {total:,} runs, more than a sweep may run ({MAX_RUNS:,}): split it")
         out = []
+        seen: dict[str, Point] = {}
         for combo in itertools.product(*(self.grid[p] for p in paths)):
             params = dict(zip(paths, combo, strict=True))
             for seed in self.seeds:
+                where = ", ".join(f"'{k}' = {_show(v)}" for k, v in params.items())
                 try:
-                    out.append(make_point(self.base, params, seed))
+                    pt = make_point(self.base, params, seed)
                 except ScenarioError as e:
-                    where = ", ".join(f"'{k}' = {_show(v)}" for k, v in params.items())
                     raise SweepError(f"grid {where}: {e}") from None
+                # Two points that normalise to one scenario would run it twice
+                # and count both runs as samples of it (as seeds = [1, 1] would).
+                if pt.key in seen:
+                    raise SweepError(f"grid {where}: the same scenario as {seen[pt.key].label} "
+                                     "(a value repeated, or two spellings of one value): give each value once")  # fmt: skip
+                seen[pt.key] = pt
+                out.append(pt)
         return out
 
 
@@ -359,7 +373,9 @@ def sweep(
         s = SweepSpec.load(spec)
     else:
         base = to_dict(spec)
-        s = SweepSpec(base=base, grid={k: list(v) for k, v in (grid or {}).items()},
+        # Tuples and other sequences become lists; text or a single value stays
+        # as given, for points() to refuse in one line (list("fifo") was letters).
+        s = SweepSpec(base=base, grid={k: _as_values(v) for k, v in (grid or {}).items()},
                       seeds=_seeds(None, base), name=str(base.get("name") or "sweep"))  # fmt: skip
     if seeds is not None:
         s.seeds = _seeds(seeds if isinstance(seeds, int) else list(seeds), s.base)
@@ -373,6 +389,12 @@ def sweep(
     if result.failed and not allow_failures:
         raise SweepFailed(result)
     return result
+
+
+def _as_values(v: Any) -> Any:
+    if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__"):
+        return v
+    return list(v)  # a tuple, a range, a NumPy array
 
 
 def _looks_like_sweep(path: str | os.PathLike[str]) -> bool:

@@ -161,6 +161,10 @@ fn describe_expected(expected: &str) -> String {
 
 /// "unknown AQM 'codle' (did you mean 'codel'? allowed: fifo, codel, ...)".
 pub fn unknown_choice(what: &str, bad: &str, allowed: &[&str]) -> String {
+    if allowed.is_empty() {
+        // e.g. a `fifo` queue's params: "(allowed: )" read as a truncated message.
+        return format!("unknown {what} '{bad}' (this table takes no {what}s)");
+    }
     let list = allowed.join(", ");
     match closest(bad, allowed) {
         Some(s) => format!("unknown {what} '{bad}' (did you mean '{s}'? allowed: {list})"),
@@ -222,5 +226,10 @@ mod tests {
         // The same list serde's unknown-field error quotes.
         let e = from_value_path::<Two>(serde_json::json!({"rate": 1, "name": "x", "rtae": 2})).unwrap_err();
         assert!(e.ends_with("allowed: rate, name)"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_choice_list_says_so() {
+        assert_eq!(unknown_choice("key", "target", &[]), "unknown key 'target' (this table takes no keys)");
     }
 }

@@ -87,8 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
     r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
     _add_plot_options(r)
-    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
-    r.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
+    out_mode = r.add_mutually_exclusive_group()  # docs/cli.md: [-q | --json]
+    out_mode.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")
+    out_mode.add_argument("--json", action="store_true", help="print summary.json on stdout instead of the tables")
     r.add_argument("--max-memory", metavar="SIZE", help="refuse a run estimated to need more, e.g. 8GB "
                    "(default: the memory available on this machine)")  # fmt: skip
     r.add_argument("--max-time", metavar="DURATION", help="refuse a run estimated to take longer, e.g. 30min")
@@ -108,16 +109,18 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="compare saved runs side by side (table, overlaid plots, HTML)")
     c.add_argument("dirs", nargs="+", metavar="DIR", help="directories written by aqmlab run (two or more)")
     c.add_argument("--out", help="output directory (default: out/compare)")
-    c.add_argument("-q", "--quiet", action="store_true", help="write the files, print nothing")
-    c.add_argument("--json", action="store_true", help="print the table as JSON (metric -> run -> value)")
+    out_mode = c.add_mutually_exclusive_group()
+    out_mode.add_argument("-q", "--quiet", action="store_true", help="write the files, print nothing")
+    out_mode.add_argument("--json", action="store_true", help="print the table as JSON (metric -> run -> value)")
     c.set_defaults(func=cmd_compare)
 
     v = sub.add_parser("validate", help="check a scenario (runs nothing)")
     v.add_argument("file", help="scenario TOML file")
-    v.add_argument("--show", action="store_true", help="print the normalised scenario (all defaults) as TOML")
+    out_mode = v.add_mutually_exclusive_group()  # docs/cli.md: [--show | --json | -q]
+    out_mode.add_argument("--show", action="store_true", help="print the normalised scenario (all defaults) as TOML")
     v.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a value first")
-    v.add_argument("-q", "--quiet", action="store_true", help="print nothing; the exit code says it (0 ok, 2 invalid)")
-    v.add_argument("--json", action="store_true", help="print the normalised scenario as JSON")
+    out_mode.add_argument("-q", "--quiet", action="store_true", help="print nothing; the exit code says it (0 ok, 2 invalid)")
+    out_mode.add_argument("--json", action="store_true", help="print the normalised scenario as JSON")
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("sweep", help="run a parameter sweep (cached, resumable)")
@@ -129,8 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     s.add_argument("--seeds", type=int, help="override the number of seeds (1..N)")
     s.add_argument("--out", help="output directory (default: out/<sweep name>)")
-    s.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables (failures are still printed)")
-    s.add_argument("--json", action="store_true", help="print sweep.json's counts and the statistics as JSON")
+    out_mode = s.add_mutually_exclusive_group()
+    out_mode.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables (failures are still printed)")
+    out_mode.add_argument("--json", action="store_true", help="print sweep.json's counts and the statistics as JSON")
     s.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("reproduce", help="re-run a seed paper's experiment and compare with its claims")
@@ -145,8 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--cache", default=".aqmlab-cache", help="cache directory (default: .aqmlab-cache)")
     rp.add_argument("--no-cache", action="store_true", help="simulate everything, cache nothing")
     rp.add_argument("--strict", action="store_true", help="exit with code 1 unless every claim passes")
-    rp.add_argument("-q", "--quiet", action="store_true", help="no progress bar or table (the files are written)")
-    rp.add_argument("--json", action="store_true", help="print claims.json on stdout instead of the table")
+    out_mode = rp.add_mutually_exclusive_group()
+    out_mode.add_argument("-q", "--quiet", action="store_true", help="no progress bar or table (the files are written)")
+    out_mode.add_argument("--json", action="store_true", help="print claims.json on stdout instead of the table")
     _add_plot_options(rp)
     rp.set_defaults(func=cmd_reproduce)
 
@@ -163,9 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=cmd_bench)
 
     g = sub.add_parser("registry", help="list AQMs and congestion controls with default parameters")
-    g.add_argument("--json", action="store_true", help="the engine's registry as JSON")
-    g.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
-    g.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
+    fmt = g.add_mutually_exclusive_group()  # one output format (--json --markdown printed JSON only)
+    fmt.add_argument("--json", action="store_true", help="the engine's registry as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="Markdown tables (as in docs/scenario.md)")
+    fmt.add_argument("-q", "--quiet", action="store_true", help="names only: 'aqm NAME' and 'cc NAME' lines, for scripts")
     g.set_defaults(func=cmd_registry)
 
     from aqmlab.validation.command import add_parser as add_validation

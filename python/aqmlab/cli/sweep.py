@@ -94,6 +94,11 @@ def sweep_with_progress(spec: Any, err: Console, *, jobs: int | None, cache_dir:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from aqmlab.sweep import SweepSpec, _seeds
 
+    if args.scheduler is not None and args.backend != "dask":
+        from aqmlab.sweep import SweepError
+
+        # A scheduler address with the local pool used to be ignored without a word.
+        raise SweepError(f"--scheduler {args.scheduler}: a scheduler address needs --backend dask")
     out_c, err_c = _consoles()
     spec = SweepSpec.load(args.file)
     if args.seeds is not None:

@@ -273,6 +273,14 @@ impl Pie {
         if params.dq_threshold == 0 {
             return Err("dq_threshold: must be positive".into());
         }
+        // Only the departure-rate estimator (RFC 8033 §5.1 / Linux dq_rate)
+        // measures over dq_threshold bytes; with timestamps it would be
+        // ignored without a word. (The normalised scenario holds the default.)
+        if params.estimator == PieEstimator::Timestamp && params.dq_threshold != PieConfig::default().dq_threshold_bytes {
+            return Err("dq_threshold: used by the dq_rate estimator only; this queue estimates delay from timestamps \
+                        (set estimator = \"dq_rate\", or preset = \"linux-3.14\")"
+                .into());
+        }
         if !(0.0..=1.0).contains(&params.mark_ecn_threshold) {
             return Err("mark_ecn_threshold: must be a probability in [0, 1]".into());
         }

@@ -136,6 +136,25 @@ impl MarkerSpec {
     }
 
     fn validate_method(&self, path: &str) -> Result<(), String> {
+        // The other method's keys would be ignored without a word; the
+        // normalised scenario holds them at their defaults, so a value other
+        // than the default was given for a method that does not read it.
+        let d = MarkerSpec::default();
+        let (other, given) = match self.method {
+            MarkerMethod::TokenBucket => ("random_rate", vec![("rate_window", self.rate_window_ns != d.rate_window_ns)]),
+            MarkerMethod::RandomRate => (
+                "token_bucket",
+                vec![
+                    ("levels_per_octave", self.levels_per_octave != d.levels_per_octave),
+                    ("min_rate", self.min_rate_bps != d.min_rate_bps),
+                    ("max_rate", self.max_rate_bps != d.max_rate_bps),
+                    ("bucket_depth", self.bucket_depth_ns != d.bucket_depth_ns),
+                ],
+            ),
+        };
+        if let Some((k, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!("{path}.{k}: applies to method = \"{other}\" only (this marker's method ignores it)"));
+        }
         if self.rate_window_ns == 0 {
             return Err(format!("{path}.rate_window: must be positive"));
         }
@@ -352,7 +371,15 @@ mod tests {
         let mut s = MarkerSpec { tvf: Some(vec![TvfPoint(1, 9)]), ..MarkerSpec::default() };
         s.validate("m").unwrap();
         assert_eq!(s.weight, None, "a TVF as data has no weight");
-        let mut s = MarkerSpec { min_rate_bps: 1, levels_per_octave: 256.0, ..MarkerSpec::default() };
+        let mut s = MarkerSpec {
+            method: MarkerMethod::TokenBucket,
+            min_rate_bps: 1,
+            levels_per_octave: 256.0,
+            ..MarkerSpec::default()
+        };
         assert!(s.validate("m").unwrap_err().contains("token-bucket regions"));
+        // The token-bucket keys under random_rate are ignored, so refused.
+        let mut s = MarkerSpec { levels_per_octave: 8.0, ..MarkerSpec::default() };
+        assert!(s.validate("m").unwrap_err().starts_with("m.levels_per_octave: applies to method = \"token_bucket\""));
     }
 }

@@ -275,6 +275,7 @@ impl Scenario {
                         None => {}
                     }
                 }
+                check_unique_link_names(&t.links)?;
             }
         }
         if self.flows.is_empty() && self.workloads.is_empty() {
@@ -379,6 +380,11 @@ impl Scenario {
             w.params = params;
             w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;
+            if let Some(s) = w.stop_ns {
+                if s <= w.start_ns {
+                    return Err(format!("{p}.stop: must be later than start"));
+                }
+            }
         }
         if let Some(pc) = &self.metrics.pcap {
             // A fat tree's queue names are the world's (checked when it is built).
@@ -435,6 +441,23 @@ pub const SIZE_DISTS: [&str; 4] = ["pareto", "exponential", "fixed", "uniform"];
 
 impl SizeDist {
     fn check(&self, path: &str) -> Result<(), String> {
+        // A key the distribution does not read would be ignored without a
+        // word (a fixed size "with a min"); name it instead.
+        let used: &[&str] = match self.dist.as_str() {
+            "pareto" => &["min", "max", "shape"],
+            "exponential" | "fixed" => &["mean"],
+            "uniform" => &["min", "max"],
+            _ => &["min", "max", "mean", "shape"],
+        };
+        let given = [
+            ("min", self.min_bytes.is_some()),
+            ("max", self.max_bytes.is_some()),
+            ("mean", self.mean_bytes.is_some()),
+            ("shape", self.shape.is_some()),
+        ];
+        if let Some((k, _)) = given.iter().find(|(k, g)| *g && !used.contains(k)) {
+            return Err(format!("{path}.{k}: dist '{}' does not use it (it takes {})", self.dist, used.join(", ")));
+        }
         let need = |v: Option<u64>, k: &str| v.filter(|&x| x > 0).ok_or_else(|| format!("{path}.{k}: required and positive for dist '{}'", self.dist));
         match self.dist.as_str() {
             "pareto" => {
@@ -474,4 +497,30 @@ impl SizeDist {
         };
         (v.round() as u64).max(1)
     }
+}
+
+/// Every queue of a topology has its own name in the results (`queues[].name`,
+/// `result.queue(name)`, a sweep's `queues.<name>.*` columns, `metrics.pcap.queue`):
+/// two links named alike, or two unnamed links between the same nodes, would
+/// be two queues under one name.
+fn check_unique_link_names(links: &[LinkSpec]) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, l) in links.iter().enumerate() {
+        if l.rate_bps.is_none() {
+            continue; // a pure delay has no queue
+        }
+        let base = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+        let mut names = vec![base.clone()];
+        if l.duplex {
+            names.push(format!("{base}:rev"));
+        }
+        for n in names {
+            if let Some(j) = seen.insert(n.clone(), i) {
+                let fix = if l.name.is_some() { "give each link its own name" } else { "give one of them a name" };
+                let key = if l.name.is_some() { ".name" } else { "" };
+                return Err(format!("topology.links[{i}]{key}: queue name '{n}' is already used by topology.links[{j}] ({fix})"));
+            }
+        }
+    }
+    Ok(())
 }

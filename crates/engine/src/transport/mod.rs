@@ -172,6 +172,25 @@ impl TcpConfig {
         if self.rto_min_ns == 0 || self.rto_min_ns > self.rto_max_ns {
             return Err("rto_min: must be positive and not above rto_max".into());
         }
+        // A zero initial RTO would arm the SYN's retransmission timer for
+        // "now" again and again: simulated time would never advance.
+        if self.rto_initial_ns == 0 || self.rto_initial_ns > self.rto_max_ns {
+            return Err(format!(
+                "rto_initial: must be positive and not above rto_max ({}) (got {})",
+                crate::sim::units::format_duration_ns(self.rto_max_ns),
+                crate::sim::units::format_duration_ns(self.rto_initial_ns)
+            ));
+        }
+        // The sender counts its window in whole segments: below one MSS
+        // there is nothing to send (it used to be raised to one MSS silently).
+        if let Some(rwnd) = self.rwnd_bytes {
+            if rwnd < u64::from(self.mss_bytes()) {
+                return Err(format!(
+                    "rwnd: {rwnd}B is less than one segment; allowed: at least the MSS, {}B (mtu_bytes - header_bytes)",
+                    self.mss_bytes()
+                ));
+            }
+        }
         if !(self.pacing_ss_ratio > 0.0 && self.pacing_ca_ratio > 0.0) {
             return Err("pacing_ss_ratio/pacing_ca_ratio: must be positive".into());
         }

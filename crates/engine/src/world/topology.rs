@@ -210,10 +210,13 @@ impl Topology {
                 Ok(link_paths(t.path(flow, *src, *dst), t.path(flow, *dst, *src), links))
             }
             (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
-                // rtt = 2·(sender access + bottleneck + receiver access).
+                // rtt = 2·(sender access + bottleneck + receiver access), plus
+                // the odd nanosecond of an odd rtt on the ACK path's receiver
+                // side (rtt / 2 alone dropped it: 20000001ns ran as 20ms).
                 let one_way_access = rtt / 2 - delay_ns;
                 let a_send = one_way_access / 2;
                 let a_recv = one_way_access - a_send;
+                let odd_ns = rtt % 2;
                 let first = match access_rate_bps {
                     Some(rate) => {
                         let i = links.len();
@@ -228,8 +231,8 @@ impl Topology {
                     Some(r) => Hop::Link(*r),
                     None => Hop::Delay(*delay_ns),
                 };
-                let rev = vec![Hop::Delay(a_recv), middle, Hop::Delay(a_send)];
-                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) })
+                let rev = vec![Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)];
+                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) + odd_ns })
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
                 let (fwd, rev) = graph_routes(nodes, adj, src, dst)?;
