@@ -22,6 +22,29 @@ fn goodput_agrees_with_link_utilization_for_a_single_flow() {
     assert_eq!(*delivered.last().unwrap() as u64, flow(&r, 0)["bytes"].as_u64().unwrap());
 }
 
+/// A packet the AQM marks and its link's random marking marks again is one
+/// marked packet: every departing packet here is CE once (`mark = 1`), so
+/// the queue's marks equal its departures, the reasons share them out, and
+/// the flow's marks equal the queue's.
+#[test]
+fn a_packet_marked_twice_in_one_queue_counts_once() {
+    let r = run(json!({
+        "duration": "2s",
+        "bottleneck": {"rate": "10Mbps", "buffer": "100pkt", "aqm": "dualpi2", "mark": 1.0},
+        "flows": [{"cc": "dctcp", "rtt": "20ms"}],
+        "metrics": {"timeseries": false}
+    }));
+    let q = queue(&r, "bottleneck");
+    let (marks, departures) = (q["marks"].as_u64().unwrap(), q["departures"].as_u64().unwrap());
+    let by_reason: u64 = q["marks_by_reason"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(q["marks_by_reason"]["step"].as_u64().unwrap() > 0, "the AQM marked too: {q}");
+    assert_eq!(by_reason, marks);
+    // Data departures only: the pure ACKs of the reverse path use another queue.
+    assert!(marks <= departures && marks + 5 >= departures, "{marks} marks for {departures} departures");
+    assert!(q["mark_rate"].as_f64().unwrap() <= 1.0);
+    assert_eq!(flow(&r, 0)["marks"].as_u64().unwrap(), marks);
+}
+
 /// The per-flow memory budget (at most 2 kB per flow beyond the packets in
 /// flight) is mostly the flow record: state that only some flows use
 /// (BBRv2's controller, its delivery-rate sampler) lives behind a box so it

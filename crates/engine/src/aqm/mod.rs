@@ -174,14 +174,21 @@ impl<'a> QdiscCtx<'a> {
 
     /// Set CE on an ECN-capable packet. Returns false (and changes nothing)
     /// for a Not-ECT packet, which the caller must then drop.
+    ///
+    /// A packet that is CE already (marked upstream, or by this queue's AQM
+    /// before its link's random marking) stays CE and is not counted again:
+    /// a queue's `marks` are the packets it turned CE, at most one per packet
+    /// (Linux's qdisc statistics would count it again).
     pub fn mark(&mut self, pkt: &mut Packet, reason: MarkReason) -> bool {
         if !pkt.ecn.is_ect() {
             return false;
         }
-        pkt.ecn = Ecn::Ce;
-        self.counters[pkt.subq as usize].marked_pkts[reason as usize] += 1;
-        if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
-            f.marks += 1;
+        if pkt.ecn != Ecn::Ce {
+            pkt.ecn = Ecn::Ce;
+            self.counters[pkt.subq as usize].marked_pkts[reason as usize] += 1;
+            if let Some(f) = self.flow_counters.get_mut(pkt.flow as usize) {
+                f.marks += 1;
+            }
         }
         true
     }
