@@ -89,6 +89,18 @@ def test_a_receive_window_of_one_segment_is_accepted(scenario: Path) -> None:
     assert main(["validate", "-q", str(scenario), "--set", "tcp.rwnd=1448B"]) == 0
 
 
+def test_two_rate_changes_at_one_instant_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Only the second of two changes at 500 ms ever held; the first was silently void.
+    f = tmp_path / "sched.toml"
+    f.write_text(SCENARIO.replace('aqm = "fifo"', 'aqm = "fifo"\nrate_schedule = [{ at = "500ms", rate = "5Mbps" }, '
+                                  '{ at = "500ms", rate = "2Mbps" }]'))
+    msg = _error(capsys, ["validate", str(f)])
+    assert msg.startswith("bottleneck.rate_schedule[1].at: ") and "one per instant" in msg, msg
+    f.write_text(SCENARIO.replace('aqm = "fifo"', 'aqm = "fifo"\nrate_schedule = [{ at = "500ms", rate = "5Mbps" }, '
+                                  '{ at = "600ms", rate = "2Mbps" }]'))
+    assert main(["validate", "-q", str(f)]) == 0
+
+
 def test_parameters_for_an_aqm_without_any_name_that(scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Was "bottleneck.params: unknown key 'target' (allowed: )".
     msg = _error(capsys, ["validate", str(scenario), "--set", "bottleneck.params.target=5ms"])

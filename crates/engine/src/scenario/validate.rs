@@ -55,8 +55,9 @@ fn check_queue(path: &str, aqm_name: &str, params: &Value, rate_bps: u64, buffer
 fn check_schedule(path: &str, sched: &[RateChange]) -> Result<(), String> {
     for (i, c) in sched.iter().enumerate() {
         check_rate(&format!("{path}.rate_schedule[{i}].rate"), c.rate_bps)?;
-        if i > 0 && c.at_ns < sched[i - 1].at_ns {
-            return Err(format!("{path}.rate_schedule[{i}].at: changes must be in time order"));
+        if i > 0 && c.at_ns <= sched[i - 1].at_ns {
+            // Two changes at one instant: only the last would ever hold.
+            return Err(format!("{path}.rate_schedule[{i}].at: changes must be in time order, one per instant"));
         }
     }
     Ok(())
