@@ -72,10 +72,17 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
+        let b = self.note(v);
+        self.count_run(b, 1);
+    }
+
+    /// `v` in the count, sum and maximum; its bucket.
+    #[inline]
+    fn note(&mut self, v: u64) -> usize {
         self.n += 1;
         self.sum += v as u128;
         self.max = self.max.max(v);
-        self.count_run(Self::bucket(v), 1);
+        Self::bucket(v)
     }
 
     /// Record `v` in the count, sum and maximum now, and its bucket in a run
@@ -86,10 +93,7 @@ impl Histogram {
     /// zero in a fat tree), and a run is one far increment instead of many.
     #[inline]
     pub fn record_run(&mut self, v: u64) -> Option<(usize, u32)> {
-        self.n += 1;
-        self.sum += v as u128;
-        self.max = self.max.max(v);
-        let b = Self::bucket(v) as u32;
+        let b = self.note(v) as u32;
         if b == self.run_bucket && self.run_len < u32::MAX {
             self.run_len += 1;
             return None;
