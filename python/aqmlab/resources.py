@@ -113,10 +113,11 @@ def _unresponsive_packets(normalized: dict[str, Any], duration_s: float, mtu: in
 
 
 def _size_bytes(text: Any) -> int:
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(B|KB|kB|MB|GB)", str(text).strip())
-    if not m:
+    """A normalised size ("1500B"), or 0 where none is given."""
+    try:
+        return parse_bytes(str(text))
+    except ValueError:
         return 0
-    return int(float(m.group(1)) * {"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)])
 
 
 def available_memory_bytes() -> int | None:

@@ -285,6 +285,19 @@ scenario_table! {
     }
 }
 
+impl LinkSpec {
+    /// The name of the link's queue in the results: its `name`, or
+    /// `from->to`; the reverse direction of a duplex link adds `:rev`.
+    pub fn queue_name(&self, reverse: bool) -> String {
+        let base = self.name.clone().unwrap_or_else(|| format!("{}->{}", self.from, self.to));
+        if reverse {
+            format!("{base}:rev")
+        } else {
+            base
+        }
+    }
+}
+
 /// The WLAN medium model's constants; defaults are 802.11g (ERP-OFDM, short
 /// slot, 54 Mbit/s data with ACKs at 24 Mbit/s), see `net::medium`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -420,11 +420,10 @@ impl Scenario {
             (None, Some(t)) => {
                 let mut v = vec![];
                 for l in t.links.iter().filter(|l| l.rate_bps.is_some()) {
-                    let base = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
+                    v.push(l.queue_name(false));
                     if l.duplex {
-                        v.push(format!("{base}:rev"));
+                        v.push(l.queue_name(true));
                     }
-                    v.insert(v.len() - usize::from(l.duplex), base);
                 }
                 v
             }
@@ -510,12 +509,7 @@ fn check_unique_link_names(links: &[LinkSpec]) -> Result<(), String> {
         if l.rate_bps.is_none() {
             continue; // a pure delay has no queue
         }
-        let base = l.name.clone().unwrap_or_else(|| format!("{}->{}", l.from, l.to));
-        let mut names = vec![base.clone()];
-        if l.duplex {
-            names.push(format!("{base}:rev"));
-        }
-        for n in names {
+        for n in [Some(l.queue_name(false)), l.duplex.then(|| l.queue_name(true))].into_iter().flatten() {
             if let Some(j) = seen.insert(n.clone(), i) {
                 let fix = if l.name.is_some() { "give each link its own name" } else { "give one of them a name" };
                 let key = if l.name.is_some() { ".name" } else { "" };

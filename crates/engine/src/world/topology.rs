@@ -165,8 +165,7 @@ impl Topology {
     }
 
     fn graph_link(links: &mut Vec<Link>, spec: &LinkSpec, reverse: bool, opt: QueueOptions) -> Result<u32, String> {
-        let base = spec.name.clone().unwrap_or_else(|| format!("{}->{}", spec.from, spec.to));
-        let name = if reverse { format!("{base}:rev") } else { base };
+        let name = spec.queue_name(reverse);
         let i = links.len();
         let link = match spec.rate_bps {
             Some(rate) => {
