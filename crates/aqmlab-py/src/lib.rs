@@ -38,27 +38,36 @@ fn validate(json: &str) -> PyResult<String> {
     }
 }
 
+/// A column for the front, its buffers written once, straight into Python
+/// bytes (a fat tree's tables run to millions of rows).
 fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>> {
-    fn bytes_of<T: Copy>(v: &[T], f: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(v.len() * 8);
-        for &x in v {
-            out.extend_from_slice(&f(x));
-        }
-        out
+    fn le_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, v: &[T], f: impl Fn(T) -> [u8; N]) -> PyResult<Bound<'py, PyBytes>> {
+        PyBytes::new_with(py, v.len() * N, |buf| {
+            for (out, &x) in buf.chunks_exact_mut(N).zip(v) {
+                out.copy_from_slice(&f(x));
+            }
+            Ok(())
+        })
     }
     let (dtype, data) = match c {
-        Column::F64(v) => ("<f8", bytes_of(v, f64::to_le_bytes)),
-        Column::I64(v) => ("<i8", bytes_of(v, i64::to_le_bytes)),
-        Column::U64(v) => ("<u8", bytes_of(v, u64::to_le_bytes)),
-        Column::Str(v) => return Ok(PyList::new(py, v)?.into_any()),
+        Column::F64(v) => ("<f8", le_bytes(py, v, f64::to_le_bytes)?),
+        Column::I64(v) => ("<i8", le_bytes(py, v, i64::to_le_bytes)?),
+        Column::U64(v) => ("<u8", le_bytes(py, v, u64::to_le_bytes)?),
+        // Text: ("text", codes, distinct values); the front indexes the
+        // values, so a row costs 4 bytes here, not a str.
+        Column::Str(v) => {
+            let codes = le_bytes(py, v.codes(), u32::to_le_bytes)?;
+            return Ok(("text", codes, PyList::new(py, v.values())?).into_pyobject(py)?.into_any());
+        }
     };
-    Ok((dtype, PyBytes::new(py, &data)).into_pyobject(py)?.into_any())
+    Ok((dtype, data).into_pyobject(py)?.into_any())
 }
 
 /// Run a scenario (JSON text). `progress(sim_seconds_done)` is called now and
 /// then; it may raise to abort. Returns {"summary": json, "tables": {...},
 /// "files": {name: bytes}} where numeric columns are (dtype, little-endian
-/// bytes) and text columns lists; files are e.g. `capture.pcap`.
+/// bytes) and text columns ("text", u32 codes as little-endian bytes, list
+/// of distinct values); files are e.g. `capture.pcap`.
 #[pyfunction]
 #[pyo3(signature = (json, progress=None))]
 fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
@@ -108,12 +117,14 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
     let out = PyDict::new(py);
     out.set_item("summary", &results.summary_json)?;
     let tables = PyDict::new(py);
-    for t in &results.tables {
+    // Each column is freed once converted: the engine's copy and the
+    // front's are not both held whole.
+    for t in results.tables {
         let cols = PyDict::new(py);
-        for (name, c) in &t.columns {
-            cols.set_item(name, column_to_py(py, c)?)?;
+        for (name, c) in t.columns {
+            cols.set_item(name, column_to_py(py, &c)?)?;
         }
-        tables.set_item(&t.name, cols)?;
+        tables.set_item(t.name, cols)?;
     }
     out.set_item("tables", tables)?;
     let files = PyDict::new(py);

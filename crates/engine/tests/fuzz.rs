@@ -344,7 +344,7 @@ fn nums(r: &Results, table: &str, name: &str) -> Vec<f64> {
 
 fn strs(r: &Results, table: &str, name: &str) -> Vec<String> {
     match column(r, table, name) {
-        Some(Column::Str(v)) => v.clone(),
+        Some(Column::Str(v)) => v.iter().map(String::from).collect(),
         _ => vec![],
     }
 }

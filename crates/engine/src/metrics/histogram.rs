@@ -129,7 +129,11 @@ impl Histogram {
     /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count `n` there.
     #[inline(never)]
     fn grow_and_count(&mut self, b: usize, n: u32) {
-        self.counts.resize(((b / SUB as usize) + 1) * SUB as usize, 0);
+        // Exactly (not the doubling `resize` would do): a fat tree holds
+        // thousands of these, and a row is added at most EXP_BUCKETS times.
+        let len = ((b / SUB as usize) + 1) * SUB as usize;
+        self.counts.reserve_exact(len - self.counts.len());
+        self.counts.resize(len, 0);
         self.counts[b] += n as u64;
     }
 

@@ -9,7 +9,10 @@ pub mod pcap;
 pub mod records;
 pub mod series;
 pub mod summary;
+pub mod text_column;
 pub mod workload;
+
+pub use text_column::TextColumn;
 
 /// One typed column.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,7 +20,8 @@ pub enum Column {
     F64(Vec<f64>),
     I64(Vec<i64>),
     U64(Vec<u64>),
-    Str(Vec<String>),
+    /// Text, dictionary-coded ([`TextColumn`]).
+    Str(TextColumn),
 }
 
 impl Column {
@@ -65,7 +69,7 @@ impl Table {
     }
     pub fn strs(&self, name: &str) -> Vec<String> {
         match self.get(name) {
-            Some(Column::Str(v)) => v.clone(),
+            Some(Column::Str(v)) => v.iter().map(String::from).collect(),
             _ => panic!("no string column {name} in {}", self.name),
         }
     }

@@ -257,8 +257,8 @@ pub fn drops_table(rec: &PcapRecords) -> Table {
         .col("flow", Column::U64(d.iter().map(|x| x.1.flow as u64).collect()))
         .col("kind", Column::Str(d.iter().map(|x| kind(&x.1)).collect()))
         .col("seq", Column::U64(d.iter().map(|x| seq(&x.1)).collect()))
-        .col("ecn", Column::Str(d.iter().map(|x| ecn(x.1.ecn).to_string()).collect()))
-        .col("reason", Column::Str(d.iter().map(|x| crate::aqm::DROP_REASONS[x.2 as usize].to_string()).collect()))
+        .col("ecn", Column::Str(d.iter().map(|x| ecn(x.1.ecn)).collect()))
+        .col("reason", Column::Str(d.iter().map(|x| crate::aqm::DROP_REASONS[x.2 as usize]).collect()))
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! Time series sampled every `metrics.interval`: per flow and per queue.
 
-use super::{Column, Table};
+use super::{Column, Table, TextColumn};
 
 #[derive(Debug, Clone, Default)]
 pub struct FlowSeries {
@@ -69,8 +69,8 @@ impl FlowSeries {
 #[derive(Debug, Clone, Default)]
 pub struct QueueSeries {
     pub t_ns: Vec<u64>,
-    pub queue: Vec<String>,
-    pub subqueue: Vec<String>,
+    pub queue: TextColumn,
+    pub subqueue: TextColumn,
     pub backlog_pkts: Vec<u64>,
     pub arrived_pkts: Vec<u64>,
     pub departed_pkts: Vec<u64>,
@@ -102,27 +102,26 @@ impl QueueSeries {
 #[derive(Debug, Clone, Default)]
 pub struct ProbeSeries {
     pub t_ns: Vec<u64>,
-    pub owner: Vec<String>,
-    pub probe: Vec<String>,
+    pub owner: TextColumn,
+    pub probe: TextColumn,
     pub value: Vec<f64>,
 }
 
 impl ProbeSeries {
     pub fn push(&mut self, t: u64, owner: &str, probe: &str, value: f64) {
         self.t_ns.push(t);
-        self.owner.push(owner.to_string());
-        self.probe.push(probe.to_string());
+        self.owner.push(owner);
+        self.probe.push(probe);
         self.value.push(value);
     }
     /// Order rows by (time, owner, probe), whatever order they were recorded in.
     pub fn sort(&mut self) {
         let mut idx: Vec<usize> = (0..self.t_ns.len()).collect();
-        idx.sort_by(|&a, &b| {
-            (self.t_ns[a], &self.owner[a], &self.probe[a]).cmp(&(self.t_ns[b], &self.owner[b], &self.probe[b]))
-        });
+        let key = |i: usize| (self.t_ns[i], self.owner.get(i), self.probe.get(i));
+        idx.sort_by(|&a, &b| key(a).cmp(&key(b)));
         self.t_ns = idx.iter().map(|&i| self.t_ns[i]).collect();
-        self.owner = idx.iter().map(|&i| std::mem::take(&mut self.owner[i])).collect();
-        self.probe = idx.iter().map(|&i| std::mem::take(&mut self.probe[i])).collect();
+        self.owner = self.owner.reordered(&idx);
+        self.probe = self.probe.reordered(&idx);
         self.value = idx.iter().map(|&i| self.value[i]).collect();
     }
 

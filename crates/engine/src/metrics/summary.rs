@@ -7,7 +7,7 @@
 use super::histogram::Histogram;
 use super::records::{FlowRecord, QueueRecord, RunRecords};
 use super::series::FlowSeries;
-use super::{Column, Results, Table};
+use super::{Column, Results, Table, TextColumn};
 use crate::aqm::{SubqueueCounters, DROP_REASONS, MARK_REASONS};
 use crate::sim::ns_to_secs;
 use crate::transport::EcnSetting;
@@ -105,13 +105,14 @@ fn summarize_queue(q: &QueueRecord, window_ns: u64, rows: &mut QueueRows) -> Val
         if let Some(h) = h {
             merged.merge(h);
         }
-        rows.push(&q.name, sub, &q.aqm, &c, h);
+        rows.push(&q.name, sub, &q.aqm, &c, h, true);
         if names.len() > 1 {
             subs.insert(sub.to_string(), queue_stats(&c, h));
         }
     }
     if names.len() > 1 {
-        rows.push(&q.name, "all", &q.aqm, &total, q.hist.first().map(|_| &merged));
+        // The merged histogram's buckets are its sub-queues' (not written twice).
+        rows.push(&q.name, "all", &q.aqm, &total, q.hist.first().map(|_| &merged), false);
     }
     let busy = q.busy_ns - q.busy_ns_at_warmup;
     let mut v = queue_stats(&total, q.hist.first().map(|_| &merged));
@@ -126,9 +127,9 @@ fn summarize_queue(q: &QueueRecord, window_ns: u64, rows: &mut QueueRows) -> Val
 
 #[derive(Default)]
 struct QueueRows {
-    queue: Vec<String>,
-    subqueue: Vec<String>,
-    aqm: Vec<String>,
+    queue: TextColumn,
+    subqueue: TextColumn,
+    aqm: TextColumn,
     arrivals: Vec<u64>,
     departures: Vec<u64>,
     drops: Vec<u64>,
@@ -137,14 +138,24 @@ struct QueueRows {
     p50_ns: Vec<f64>,
     p90_ns: Vec<f64>,
     p99_ns: Vec<f64>,
-    cdf: (Vec<String>, Vec<String>, Vec<u64>, Vec<u64>, Vec<u64>),
+    cdf: (TextColumn, TextColumn, Vec<u64>, Vec<u64>, Vec<u64>),
 }
 
 impl QueueRows {
-    fn push(&mut self, name: &str, sub: &str, aqm: &str, c: &SubqueueCounters, h: Option<&Histogram>) {
-        self.queue.push(name.into());
-        self.subqueue.push(sub.into());
-        self.aqm.push(aqm.into());
+    /// Rows sized for `queues`' histogram buckets, exactly: a fat tree's run
+    /// to millions, and growing by doubling could hold twice that.
+    fn for_queues(queues: &[QueueRecord]) -> Self {
+        let n = queues.iter().flat_map(|q| &q.hist).map(|h| h.buckets().count()).sum();
+        let (mut rows, u64s) = (QueueRows::default(), || Vec::with_capacity(n));
+        rows.cdf = (TextColumn::with_capacity(n), TextColumn::with_capacity(n), u64s(), u64s(), u64s());
+        rows
+    }
+
+    /// A row of the queues table and, with `buckets`, the histogram's rows.
+    fn push(&mut self, name: &str, sub: &str, aqm: &str, c: &SubqueueCounters, h: Option<&Histogram>, buckets: bool) {
+        self.queue.push(name);
+        self.subqueue.push(sub);
+        self.aqm.push(aqm);
         self.arrivals.push(c.arrived_pkts);
         self.departures.push(c.departed_pkts);
         self.drops.push(c.drops());
@@ -154,15 +165,13 @@ impl QueueRows {
         self.p50_ns.push(q(0.5));
         self.p90_ns.push(q(0.9));
         self.p99_ns.push(q(0.99));
-        if let Some(h) = h {
-            if sub != "all" || self.queue.iter().filter(|x| *x == name).count() == 1 {
-                for (lo, hi, n) in h.buckets() {
-                    self.cdf.0.push(name.into());
-                    self.cdf.1.push(sub.into());
-                    self.cdf.2.push(lo);
-                    self.cdf.3.push(hi);
-                    self.cdf.4.push(n);
-                }
+        if let Some(h) = h.filter(|_| buckets) {
+            for (lo, hi, n) in h.buckets() {
+                self.cdf.0.push(name);
+                self.cdf.1.push(sub);
+                self.cdf.2.push(lo);
+                self.cdf.3.push(hi);
+                self.cdf.4.push(n);
             }
         }
     }
@@ -279,14 +288,14 @@ pub fn build(r: RunRecords) -> Results {
     }
 
     // Queues.
-    let mut rows = QueueRows::default();
+    let mut rows = QueueRows::for_queues(&r.queues);
     let queues_json: Vec<Value> = r.queues.iter().map(|q| summarize_queue(q, window, &mut rows)).collect();
-    let mut samples = (vec![], vec![], vec![], vec![], vec![]);
+    let mut samples = (vec![], TextColumn::new(), TextColumn::new(), vec![], vec![]);
     for q in &r.queues {
         for &(ts, sub, flow, soj) in &q.samples {
             samples.0.push(ts);
-            samples.1.push(q.name.clone());
-            samples.2.push(q.subqueue_names[sub as usize].to_string());
+            samples.1.push(&q.name);
+            samples.2.push(q.subqueue_names[sub as usize]);
             samples.3.push(flow as u64);
             samples.4.push(soj);
         }
@@ -419,10 +428,10 @@ struct SummaryDoc {
 struct FlowRows {
     id: Vec<u64>,
     group: Vec<u64>,
-    label: Vec<String>,
-    cc: Vec<String>,
-    ecn: Vec<String>,
-    ecn_negotiated: Vec<String>,
+    label: TextColumn,
+    cc: TextColumn,
+    ecn: TextColumn,
+    ecn_negotiated: TextColumn,
     base_rtt_ns: Vec<u64>,
     start_ns: Vec<u64>,
     size_bytes: Vec<i64>,
@@ -461,10 +470,10 @@ impl FlowRows {
         let info = &f.info;
         self.id.push(i as u64);
         self.group.push(info.group as u64);
-        self.label.push(info.label.to_string());
-        self.cc.push(info.cc.to_string());
-        self.ecn.push(ecn.into());
-        self.ecn_negotiated.push(negotiated.into());
+        self.label.push(&info.label);
+        self.cc.push(&info.cc);
+        self.ecn.push(ecn);
+        self.ecn_negotiated.push(negotiated);
         self.base_rtt_ns.push(info.base_rtt_ns);
         self.start_ns.push(info.start_ns);
         self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));

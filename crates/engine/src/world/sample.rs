@@ -44,8 +44,8 @@ impl World {
                 let c = &q.counters[k];
                 let s = &mut self.queue_ts;
                 s.t_ns.push(t);
-                s.queue.push(l.name.clone());
-                s.subqueue.push(sub.to_string());
+                s.queue.push(&l.name);
+                s.subqueue.push(sub);
                 s.backlog_pkts.push(q.subqueue_backlog_pkts(k) as u64);
                 s.arrived_pkts.push(c.arrived_pkts);
                 s.departed_pkts.push(c.departed_pkts);
