@@ -70,6 +70,21 @@ def test_text_columns_come_coded_and_read_back_row_by_row() -> None:
     assert set(hist["queue"]) == {"bottleneck"} and len(hist["queue"]) == len(rows)
 
 
+@pytest.mark.parametrize("codes", [[], [0], [2, 2, 2, 0, 0, 1, 2], [1, 0, 1, 0, 3, 3, 1]])
+def test_coded_text_becomes_the_arrow_strings_of_its_rows(codes: list[int]) -> None:
+    """The Arrow array built from a text column's codes (runs of one value
+    repeated whole) is the one built from its rows, empty and non-ASCII
+    values included."""
+    import numpy as np
+    import pyarrow as pa
+    from aqmlab.columns import _arrow_array, _engine_columns
+
+    col = _engine_columns({"q": ("text", np.array(codes, dtype="<u4").tobytes(), ["a->b", "", "é:rev", "x"])})["q"]
+    assert list(col) == [["a->b", "", "é:rev", "x"][c] for c in codes]
+    assert _arrow_array(col).equals(_arrow_array(list(col)))
+    assert _arrow_array(col).type == pa.large_string() and _arrow_array(col).to_pylist() == list(col)
+
+
 def test_run_accepts_scenario_objects_paths_and_seed() -> None:
     path = EXAMPLES / "dumbbell.toml"
     a = aqmlab.run(path)

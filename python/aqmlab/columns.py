@@ -27,17 +27,29 @@ Columns = dict[str, Any]
 NULLABLE = {"flows": ("size_bytes", "fct_ns")}
 
 
+class _CodedText(list):  # type: ignore[type-arg]
+    """An engine text column: its rows as a list of str (each row sharing
+    its value's object: 8 bytes a row), with the codes and distinct values
+    they came from, from which the Arrow conversion builds its buffers
+    without visiting the rows. Not to be changed in place."""
+
+    codes: np.ndarray
+    values: list[str]
+
+
 def _engine_columns(cols: dict[str, Any]) -> Columns:
     """An engine table: numeric columns come as (dtype, little-endian
     bytes), read without copying; text columns as ("text", u32 codes,
-    distinct values), made a list whose rows share the values' str objects
-    (8 bytes a row: a fat tree's tables name thousands of queues over
+    distinct values) (a fat tree's tables name thousands of queues over
     millions of rows)."""
     import numpy as np
 
     def column(c: tuple[Any, ...]) -> Any:
         if c[0] == "text":
-            return list(map(c[2].__getitem__, np.frombuffer(c[1], dtype="<u4").tolist()))
+            codes = np.frombuffer(c[1], dtype="<u4")
+            rows = _CodedText(map(c[2].__getitem__, codes.tolist()))
+            rows.codes, rows.values = codes, c[2]
+            return rows
         return np.frombuffer(c[1], dtype=np.dtype(c[0]))
 
     return {name: column(c) for name, c in cols.items()}
@@ -66,9 +78,21 @@ def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
+    if isinstance(values, _CodedText) and len(values.codes) == len(values):
+        # From the codes: each value encoded once, offsets by numpy (0.41 s
+        # -> 0.04 s for 1.3 million rows of a fat tree's queue names).
+        encoded = [v.encode() for v in values.values]
+        offsets = np.zeros(len(values) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))[values.codes], out=offsets[1:])
+        # Rows come in runs of one value (a queue's buckets): a run is one
+        # repetition of its bytes.
+        codes = values.codes
+        firsts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))) if len(codes) else codes
+        runs = np.diff(np.append(firsts, len(codes)))
+        data = b"".join(encoded[c] * n for c, n in zip(codes[firsts].tolist(), runs.tolist(), strict=True))
+        return pa.Array.from_buffers(pa.large_string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     if isinstance(values, list):
-        # Each distinct value encoded once: a fat tree's rows repeat a few
-        # thousand queue names (0.41 s -> 0.28 s for 1.3 million rows).
+        # Each distinct value encoded once: text from elsewhere repeats too.
         once: dict[str, bytes] = {}
         encoded = [b"" if v is None else once.get(v) or once.setdefault(v, v.encode()) for v in values]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
