@@ -53,6 +53,12 @@ CASES = [
      "bottleneck.params.max_th: 4 is not allowed: must be greater than min_th (8 packets)", ""),
     ("goodput-interval-not-a-multiple", ('rtt = "20ms"', 'rtt = "20ms"\n\n[metrics]\ninterval = "500ms"\ngoodput_interval = "1250ms"'),
      "metrics.goodput_interval: 1250ms is not allowed here", "multiple of metrics.interval (500ms)"),
+    ("step-zero-threshold-in-time", ('aqm = "fifo"', 'aqm = "step"\nparams = { threshold = "0s" }'),
+     "bottleneck.params.threshold: must be positive", ""),
+    ("step-zero-threshold-in-packets", ('aqm = "fifo"', 'aqm = "step"\nparams = { threshold = "0pkt" }'),
+     "bottleneck.params.threshold: must be positive", ""),
+    ("flow-starting-at-the-end", ('rtt = "20ms"', 'rtt = "20ms"\nstart = "10s"'),
+     "flows[0].start: 10s is not before the end of the run (duration 10s): the flow would never start", ""),
     ("undocumented-packet-unit", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1000p"'), "bottleneck.buffer: '1000p' is not a buffer size", ""),
 ]  # fmt: skip
 

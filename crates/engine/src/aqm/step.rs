@@ -50,7 +50,9 @@ impl Step {
     }
 
     pub fn new(cfg: StepConfig, env: &QdiscEnv) -> Result<Self, String> {
-        if matches!(cfg.threshold, BufferSpec::Packets(0) | BufferSpec::Bytes(0)) {
+        // A zero threshold, in any unit, would mark every packet: refused
+        // alike (a time of 0 was once accepted while 0 packets was not).
+        if matches!(cfg.threshold, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
             return Err("threshold: must be positive".into());
         }
         Ok(Step { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit, cfg })
