@@ -159,14 +159,15 @@ def test_a_workload_stopping_before_it_starts_is_refused(stop: str, tmp_path: Pa
     assert msg.startswith("workloads[0].stop: ") and "start" in msg, msg
 
 
-@pytest.mark.parametrize("start", ["1s", "3s"])
-def test_a_workload_starting_at_or_after_the_end_is_refused(start: str, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    # Used to run a scenario that silently lacked it (no arrival ever came).
-    f = tmp_path / "web.toml"
-    f.write_text(WEB.replace('kind = "web"', f'kind = "web"\nstart = "{start}"'))
-    msg = _error(capsys, ["validate", str(f)])
-    assert msg == f"workloads[0].start: {start} is not before the end of the run (duration 1s): the workload would never start", msg
+def test_a_workload_starting_after_the_end_runs_and_reports_no_arrivals() -> None:
+    # Accepted on purpose: a shortened duration (`aqmlab bench --duration`,
+    # a quick mode) legitimately cuts traffic that starts later.
+    import tomllib
+
+    import aqmlab
+
+    r = aqmlab.run(tomllib.loads(WEB.replace('kind = "web"', 'kind = "web"\nstart = "3s"')))
+    assert r.summary["workload_flows"]["started"] == 0
 
 
 def _sweep(tmp_path: Path, head: str, grid: str) -> Path:

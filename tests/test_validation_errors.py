@@ -57,8 +57,6 @@ CASES = [
      "bottleneck.params.threshold: must be positive", ""),
     ("step-zero-threshold-in-packets", ('aqm = "fifo"', 'aqm = "step"\nparams = { threshold = "0pkt" }'),
      "bottleneck.params.threshold: must be positive", ""),
-    ("flow-starting-at-the-end", ('rtt = "20ms"', 'rtt = "20ms"\nstart = "10s"'),
-     "flows[0].start: 10s is not before the end of the run (duration 10s): the flow would never start", ""),
     ("undocumented-packet-unit", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1000p"'), "bottleneck.buffer: '1000p' is not a buffer size", ""),
 ]  # fmt: skip
 

@@ -32,16 +32,6 @@ fn check_rate(path: &str, r: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// A flow or workload that starts at or after the end would never send:
-/// a run that silently lacks it is a half-run scenario.
-fn check_starts_in_run(path: &str, start_ns: u64, duration_ns: u64, what: &str) -> Result<(), String> {
-    if start_ns >= duration_ns {
-        let fmt = crate::sim::units::format_duration_ns;
-        return Err(format!("{path}.start: {} is not before the end of the run (duration {}): the {what} would never start", fmt(start_ns), fmt(duration_ns)));
-    }
-    Ok(())
-}
-
 fn check_buffer(path: &str, b: BufferSpec) -> Result<(), String> {
     if matches!(b, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
         return Err(format!("{path}: must be positive"));
@@ -316,7 +306,6 @@ impl Scenario {
             if let Some(m) = &mut f.marker {
                 m.validate(&format!("{p}.marker"))?;
             }
-            check_starts_in_run(&p, f.start_ns, self.duration_ns, "flow")?;
             if let Some(s) = f.stop_ns {
                 if s <= f.start_ns {
                     return Err(format!("{p}.stop: must be later than start"));
@@ -392,7 +381,6 @@ impl Scenario {
             w.params = params;
             w.ecn = Some(ecn.name().to_string());
             w.size.check(&format!("{p}.size"))?;
-            check_starts_in_run(&p, w.start_ns, self.duration_ns, "workload")?;
             if let Some(s) = w.stop_ns {
                 if s <= w.start_ns {
                     return Err(format!("{p}.stop: must be later than start"));
