@@ -103,3 +103,32 @@ def test_report_writes_the_latency_views(dualq, tmp_path) -> None:
     for name in ("rtt_time", "queue_delay", "rtt_cdf", "rtt_box"):
         assert (tmp_path / "plots" / f"{name}.png").stat().st_size > 5000
     assert "rtt_time" in (tmp_path / "report.html").read_text()
+
+
+def test_per_queue_plots_of_a_fat_tree_draw_the_busiest_queues_and_say_so() -> None:
+    """A k = 4 tree has 96 queues: the per-queue plots draw MAX_LINES of
+    them, those with the highest 99th-percentile delay (the delay plots) or
+    the most marks and drops, and their titles say how many are shown."""
+    import matplotlib.pyplot as plt
+
+    r = aqmlab.run({
+        "name": "tree", "duration": "6ms", "warmup": "1ms",
+        "topology": {"fat_tree": {"k": 4, "rate": "1Gbps", "delay": "1us", "aqm": "step", "params": {"threshold": "5pkt"}}},
+        "flows": [{"cc": "dctcp", "pattern": "permutation"}],
+        "metrics": {"interval": "500us"},
+    })  # fmt: skip
+    q = r.queues[r.queues["arrivals"] > 0]
+    assert len(q) > 2 * latency.MAX_LINES
+    worst = q.sort_values(["sojourn_p99_ms", "arrivals"], ascending=False).head(latency.MAX_LINES)
+    fig = r.plot("sojourn_cdf")
+    title, labels = fig.axes[0].get_title(), [ln.get_label() for ln in fig.axes[0].lines]
+    assert f"({latency.MAX_LINES} of {len(q)} queues: highest 99th-percentile delay)" in title
+    assert sorted(labels) == sorted(f"{a} / {b}" for a, b in zip(worst["queue"], worst["subqueue"], strict=True))
+    fig = r.plot("probabilities")
+    assert f"{latency.MAX_LINES} of " in fig.axes[0].get_title() and "most marks and drops" in fig.axes[0].get_title()
+    marked = q.sort_values(["marks", "arrivals"], ascending=False).head(latency.MAX_LINES)
+    shown = {ln.get_label().removeprefix("mark ") for ln in fig.axes[0].lines}
+    assert shown == {f"{a} / {b}" for a, b in zip(marked["queue"], marked["subqueue"], strict=True)}
+    fig = r.plot("queue_delay")
+    assert len(fig.axes[0].lines) == 2 * latency.MAX_LINES
+    plt.close("all")

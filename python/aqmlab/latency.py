@@ -84,6 +84,27 @@ def queue_delay_series(r: Result) -> pd.DataFrame:
                          "backlog_pkts": q["backlog_pkts"].to_numpy()})  # fmt: skip
 
 
+def busiest_queues(r: Result, pairs: list[tuple[str, str]], by: str = "delay") -> tuple[list[tuple[str, str]], str]:
+    """The (queue, sub-queue) pairs a per-queue plot draws, in their order:
+    all of ``pairs`` up to :data:`MAX_LINES`, else the :data:`MAX_LINES`
+    ranked first ``by`` ``"delay"`` (the highest 99th-percentile sojourn) or
+    ``"signals"`` (the most marks and drops), more arrivals first among
+    equals; and a note for the title when some are left out. A fat tree has
+    thousands of queues: all of them made an unreadable plot that took a
+    minute to draw. The tables keep every queue."""
+    if len(pairs) <= MAX_LINES:
+        return pairs, ""
+    q = r.queues
+    keys = list(zip(q["queue"], q["subqueue"], strict=True))
+    # As floats: the counters are uint64, whose negation wraps.
+    score = q["sojourn_p99_ms"].fillna(-1.0) if by == "delay" else q["marks"].astype(float) + q["drops"].astype(float)
+    first = dict(zip(keys, zip(-score, -q["arrivals"].astype(float), strict=True), strict=True))
+    ranked = sorted(pairs, key=lambda k: (*first.get(k, (1.0, 0)), k))
+    keep = set(ranked[:MAX_LINES])
+    what = "highest 99th-percentile delay" if by == "delay" else "most marks and drops"
+    return [k for k in pairs if k in keep], f" ({MAX_LINES} of {len(pairs)} queues: {what})"
+
+
 def rtt_samples(r: Result, by: str = "flow", source: str | None = None) -> dict[str, np.ndarray]:
     """RTT samples (ms, sorted) in the measurement window, per ``by``:
     ``"flow"`` (key ``flow N (label)``) or ``"label"`` (the flow group's
@@ -195,12 +216,14 @@ def queue_delay(r: Result, ax: Any = None) -> Figure | None:
     if q.empty:
         return None
     fig, (ax,) = _fig(ax=ax)
-    groups = list(q.groupby(["queue", "subqueue"], sort=False))
-    for c, ((name, sub), g) in zip(_palette(len(groups)), groups, strict=True):
+    pairs, note = busiest_queues(r, list(dict.fromkeys(zip(q["queue"], q["subqueue"], strict=True))))
+    groups = dict(list(q.groupby(["queue", "subqueue"], sort=False)))
+    for c, (name, sub) in zip(_palette(len(pairs)), pairs, strict=True):
+        g = groups[(name, sub)]
         ax.plot(g["t_s"], g["mean_ms"], lw=1.2, color=c, label=f"{name} / {sub} mean")
         ax.plot(g["t_s"], g["max_ms"], lw=0.6, ls=":", color=c, label=f"{name} / {sub} max")
     ax.set_ylim(bottom=0)
-    _style(ax, r, "Queue delay over time", "time (s)", "queue delay (ms)")
+    _style(ax, r, "Queue delay over time" + note, "time (s)", "queue delay (ms)")
     return fig
 
 

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 
 from aqmlab._plot_options import FORMATS, parse_size_in  # re-exported: light, for the CLI
 from aqmlab.scenario import atomic_write_bytes
+from aqmlab.latency import busiest_queues
 
 if TYPE_CHECKING:
     from aqmlab.results import Result
@@ -118,13 +119,15 @@ def sojourn_cdf(r: Result, ax: Any = None) -> Figure | None:
     if h.empty or h["count"].sum() == 0:
         return None
     reported = {q["name"] for q in r.summary.get("queues", []) if (q.get("arrivals") or 0) > 0}
+    h = h[h["count"] > 0]
+    pairs = [k for k in dict.fromkeys(zip(h["queue"], h["subqueue"], strict=True)) if not reported or k[0] in reported]
+    pairs, note = busiest_queues(r, pairs)
+    if note:
+        h = h[pd.MultiIndex.from_frame(h[["queue", "subqueue"]]).isin(pairs)]
+    groups = dict(list(h.groupby(["queue", "subqueue"], sort=False)))
     series = []
-    for (q, sub), g in h.groupby(["queue", "subqueue"], sort=False):
-        if reported and q not in reported:
-            continue
-        g = g[g["count"] > 0].sort_values("hi_ns")
-        if g.empty:
-            continue
+    for q, sub in pairs:
+        g = groups[(q, sub)].sort_values("hi_ns")
         c = g["count"].to_numpy(dtype=float)
         series.append((f"{q} / {sub}", g["hi_ns"].to_numpy(dtype=float) / 1e6, np.cumsum(c) / c.sum()))
     if not series:
@@ -150,7 +153,7 @@ def sojourn_cdf(r: Result, ax: Any = None) -> Figure | None:
     ax.set_xlabel("queueing delay (ms)")
     ax.set_ylabel("fraction of packets")
     ax.set_ylim(0, 1.02)
-    ax.set_title(_title(r, "Queue delay CDF"))
+    ax.set_title(_title(r, "Queue delay CDF" + note))
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return fig
@@ -209,14 +212,18 @@ def probabilities(r: Result, ax: Any = None) -> Figure | None:
     rows = 2 if not aqm_p.empty else 1
     fig, axes = _fig(rows, ax=ax)
     ax = axes[0]
-    for (q, sub), g in qt.groupby(["queue", "subqueue"], sort=False):
+    groups = dict(list(qt.groupby(["queue", "subqueue"], sort=False)))
+    signalled = [k for k, g in groups.items() if g["marked_pkts"].max() > 0 or g["dropped_pkts"].max() > 0]
+    pairs, note = busiest_queues(r, signalled, by="signals")
+    for q, sub in pairs:
+        g = groups[(q, sub)]
         if g["marked_pkts"].max() > 0:
             ax.plot(g["t_s"], g["mark_prob"], label=f"mark {q} / {sub}", lw=1.0)
         if g["dropped_pkts"].max() > 0:
             ax.plot(g["t_s"], g["drop_prob"], label=f"drop {q} / {sub}", lw=1.0, ls="--")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("fraction per interval")
-    ax.set_title(_title(r, "Mark / drop probability"))
+    ax.set_title(_title(r, "Mark / drop probability" + note))
     ax.set_ylim(bottom=0)
     if ax.lines:
         ax.legend(fontsize="small")
@@ -225,7 +232,11 @@ def probabilities(r: Result, ax: Any = None) -> Figure | None:
     ax.grid(alpha=0.3)
     if rows == 2:
         ax2 = axes[1]
-        for (owner, probe), g in aqm_p.groupby(["owner", "probe"], sort=False):
+        series = list(aqm_p.groupby(["owner", "probe"], sort=False))
+        if len(series) > MAX_LINES:  # thousands in a fat tree: the highest on average
+            ax2.set_title(f"{MAX_LINES} of {len(series)} AQM probabilities: highest mean", fontsize="small")
+            series = sorted(series, key=lambda s: -s[1]["value"].mean())[:MAX_LINES]
+        for (owner, probe), g in series:
             ax2.plot(g["t_s"], g["value"], label=f"{owner}: {probe}", lw=1.0)
         ax2.set_xlabel("time (s)")
         ax2.set_ylabel("AQM probability")
