@@ -85,6 +85,18 @@ def test_coded_text_becomes_the_arrow_strings_of_its_rows(codes: list[int]) -> N
     assert _arrow_array(col).type == pa.large_string() and _arrow_array(col).to_pylist() == list(col)
 
 
+def test_busiest_summary_queues_rank_by_p99_then_arrivals_and_keep_the_order() -> None:
+    from aqmlab.results import busiest_summary_queues
+
+    def q(name: str, p99: float | None, arrivals: int) -> dict[str, object]:
+        return {"name": name, "sojourn_ms": None if p99 is None else {"p99": p99}, "arrivals": arrivals}
+
+    qs = [q("a", 1.0, 5), q("b", None, 99), q("c", 3.0, 1), q("d", 1.0, 7), q("e", 2.0, 0)]
+    assert [x["name"] for x in busiest_summary_queues(qs, 3)] == ["c", "d", "e"]
+    assert [x["name"] for x in busiest_summary_queues(qs, 4)] == ["a", "c", "d", "e"]
+    assert busiest_summary_queues(qs, 5) == qs
+
+
 def test_run_accepts_scenario_objects_paths_and_seed() -> None:
     path = EXAMPLES / "dumbbell.toml"
     a = aqmlab.run(path)

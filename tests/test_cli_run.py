@@ -380,3 +380,30 @@ def test_registry_quiet_lists_names_for_scripts(tmp_path: Path) -> None:
     reg = aqmlab.registry()
     want = [f"aqm {n}" for n in reg["aqm"]] + [f"cc {n}" for n in reg["cc"]]
     assert proc.stdout.splitlines() == want
+
+
+TREE = """
+name = "tree"
+duration = "6ms"
+warmup = "1ms"
+[topology]
+fat_tree = { k = 4, rate = "1Gbps", delay = "1us", aqm = "step", params = { threshold = "5pkt" } }
+[[flows]]
+cc = "dctcp"
+pattern = "permutation"
+"""
+
+
+def test_a_fat_tree_lists_the_twenty_queues_with_the_highest_p99_unless_asked_for_all(tmp_path: Path) -> None:
+    f = tmp_path / "tree.toml"
+    f.write_text(TREE)
+    p = cli("run", str(f), "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    assert "Queues (20 of 96: the highest p99 sojourn; --all-queues for each)" in p.stdout
+    shown = [ln.split("│")[1].strip() for ln in p.stdout.splitlines() if ln.startswith("│ ") and "step" in ln]
+    queues = json.loads((tmp_path / "o" / "summary.json").read_text())["queues"]
+    p99 = {q["name"]: (q["sojourn_ms"] or {}).get("p99") or -1.0 for q in queues}
+    assert len(shown) == 20 and min(p99[n] for n in shown) >= sorted(p99.values())[-20]
+    p = cli("run", str(f), "--out", str(tmp_path / "o"), "--all-queues")
+    assert p.returncode == 0 and "Queues\n" in p.stdout
+    assert sum(1 for ln in p.stdout.splitlines() if ln.startswith("│ ") and "step" in ln) == 96

@@ -38,10 +38,16 @@ def _flow_rows(r: Result) -> tuple[list[str], list[list[Any]]]:
     return headers, rows
 
 
+#: Beyond this many queues the report lists the busiest (as flows, the first 200).
+QUEUE_ROWS = 200
+
+
 def _queue_rows(r: Result) -> tuple[list[str], list[list[Any]]]:
+    from aqmlab.results import busiest_summary_queues
+
     headers = ["queue", "sub-queue", "aqm", "p50 (ms)", "p99 (ms)", "mean (ms)", "drop rate", "mark rate", "utilization"]
     rows = []
-    for q in r.summary.get("queues", []):
+    for q in busiest_summary_queues(r.summary.get("queues", []), QUEUE_ROWS):
         entries = [("all", q)] + sorted(q.get("subqueues", {}).items())
         for sub, s in entries:
             soj = s.get("sojourn_ms") or {}
@@ -101,6 +107,10 @@ def render_report(r: Result, figures: Mapping[str, bytes | str | os.PathLike[str
     parts.append("<h2>Queues</h2>")
     h, rows = _queue_rows(r)
     parts.append(table(h, rows, left=3))
+    n = len(r.summary.get("queues", []))
+    if n > QUEUE_ROWS:
+        parts.append(f'<p class="muted">The {QUEUE_ROWS} of {n} queues with the highest 99th-percentile sojourn; '
+                     "all are in queues.parquet.</p>")  # fmt: skip
     if figures:
         parts.append("<h2>Plots</h2>")
         for fig_name, png in figures.items():

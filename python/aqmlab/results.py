@@ -95,6 +95,22 @@ def build_summary(engine_summary: dict[str, Any], normalized: dict[str, Any]) ->
     return s
 
 
+def busiest_summary_queues(queues: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The ``n`` queues of a summary's ``queues`` list with the highest
+    99th-percentile sojourn (more arrivals first among equals), in the
+    list's order: what the terminal and the report show of a topology with
+    thousands of queues (the plots rank alike: ``latency.busiest_queues``)."""
+    if len(queues) <= n:
+        return queues
+
+    def rank(q: dict[str, Any]) -> tuple[float, float, str]:
+        p99 = (q.get("sojourn_ms") or {}).get("p99")
+        return (-(p99 if p99 is not None else -1.0), -float(q.get("arrivals") or 0), q["name"])
+
+    keep = {q["name"] for q in sorted(queues, key=rank)[:n]}
+    return [q for q in queues if q["name"] in keep]
+
+
 def summary_json(summary: dict[str, Any]) -> str:
     """Canonical text of a summary: sorted keys, two-space indent. Two runs of
     the same scenario and seed give identical text except ``perf.wall_s``."""

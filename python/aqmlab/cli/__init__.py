@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", action=argparse.BooleanOptionalAction, default=False,
                    help="also write the plots and a self-contained DIR/report.html (default: no)")  # fmt: skip
     r.add_argument("--all-flows", action="store_true", help="print every flow, not per-group rows")
+    r.add_argument("--all-queues", action="store_true", help="print every queue, not the 20 with the highest p99 sojourn")
     _add_plot_options(r)
     out_mode = r.add_mutually_exclusive_group()  # docs/cli.md: [-q | --json]
     out_mode.add_argument("-q", "--quiet", action="store_true", help="no progress bar or tables")

@@ -51,9 +51,15 @@ def _mbps(bps: float | None) -> str:
     return "–" if bps is None else f"{bps / 1e6:.3f}"
 
 
-def print_summary(r: Result, console: Console, *, all_flows: bool = False) -> None:
+#: Beyond this many queues the terminal lists the busiest (a fat tree has thousands).
+QUEUE_ROWS = 20
+
+
+def print_summary(r: Result, console: Console, *, all_flows: bool = False, all_queues: bool = False) -> None:
     """Flows, queues and fairness as terminal tables."""
     from rich.table import Table
+
+    from aqmlab.results import busiest_summary_queues
 
     s = r.summary
     flows = s.get("flows", [])
@@ -89,12 +95,15 @@ def print_summary(r: Result, console: Console, *, all_flows: bool = False) -> No
         console.print(
             f"Workload flows: {wf['started']} started, {wf['completed']} completed, mean FCT {_fmt(wf.get('mean_fct_s'))} s"
         )
-    t = Table(title="Queues", title_justify="left")
+    queues = [q for q in s.get("queues", []) if q.get("arrivals") or not q["name"].endswith(":rev")]
+    title = "Queues"
+    if len(queues) > QUEUE_ROWS and not all_queues:
+        title = f"Queues ({QUEUE_ROWS} of {len(queues)}: the highest p99 sojourn; --all-queues for each)"
+        queues = busiest_summary_queues(queues, QUEUE_ROWS)
+    t = Table(title=title, title_justify="left")
     for h in ["queue", "sub-queue", "aqm", "sojourn p50 ms", "p99 ms", "drop rate", "mark rate", "utilization"]:
         t.add_column(h, justify="left" if h in ("queue", "sub-queue", "aqm") else "right")
-    for q in s.get("queues", []):
-        if not q.get("arrivals") and q["name"].endswith(":rev"):
-            continue
+    for q in queues:
         for sub, st in [("all", q)] + sorted((q.get("subqueues") or {}).items()):
             soj = st.get("sojourn_ms") or {}
             t.add_row(q["name"], sub, q["aqm"], _fmt(soj.get("p50")), _fmt(soj.get("p99")), _fmt(st.get("drop_rate")),
@@ -183,7 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(r.summary, indent=2, sort_keys=True))
         return EXIT_OK
     if not args.quiet:
-        print_summary(r, out_c, all_flows=args.all_flows)
+        print_summary(r, out_c, all_flows=args.all_flows, all_queues=args.all_queues)
     written = f"wrote {out}/: summary.json, scenario.toml, {len(files['tables'])} Parquet tables"
     later = f"aqmlab report {shlex.quote(str(out))}"
     if args.quiet:
