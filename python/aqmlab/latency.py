@@ -87,19 +87,20 @@ def queue_delay_series(r: Result) -> pd.DataFrame:
 def busiest_queues(r: Result, pairs: list[tuple[str, str]], by: str = "delay") -> tuple[list[tuple[str, str]], str]:
     """The (queue, sub-queue) pairs a per-queue plot draws, in their order:
     all of ``pairs`` up to :data:`MAX_LINES`, else the :data:`MAX_LINES`
-    ranked first ``by`` ``"delay"`` (the highest 99th-percentile sojourn) or
-    ``"signals"`` (the most marks and drops), more arrivals first among
-    equals; and a note for the title when some are left out. A fat tree has
-    thousands of queues: all of them made an unreadable plot that took a
-    minute to draw. The tables keep every queue."""
+    that rank first by ``results.queue_rank`` (the highest 99th-percentile
+    sojourn, or with ``by="signals"`` the most marks and drops); and a note
+    for the title when some are left out. A fat tree has thousands of
+    queues: all of them made an unreadable plot that took a minute to draw.
+    The tables keep every queue."""
+    from aqmlab.results import queue_rank
+
     if len(pairs) <= MAX_LINES:
         return pairs, ""
-    q = r.queues
-    keys = list(zip(q["queue"], q["subqueue"], strict=True))
-    # As floats: the counters are uint64, whose negation wraps.
-    score = q["sojourn_p99_ms"].fillna(-1.0) if by == "delay" else q["marks"].astype(float) + q["drops"].astype(float)
-    first = dict(zip(keys, zip(-score, -q["arrivals"].astype(float), strict=True), strict=True))
-    ranked = sorted(pairs, key=lambda k: (*first.get(k, (1.0, 0)), k))
+    stats: dict[tuple[str, str], dict[str, Any]] = {}
+    for q in r.summary.get("queues", []):
+        stats[(q["name"], "all")] = q
+        stats.update({(q["name"], sub): st for sub, st in (q.get("subqueues") or {}).items()})
+    ranked = sorted(pairs, key=lambda k: (*queue_rank(stats.get(k, {}), by), k))
     keep = set(ranked[:MAX_LINES])
     what = "highest 99th-percentile delay" if by == "delay" else "most marks and drops"
     return [k for k in pairs if k in keep], f" ({MAX_LINES} of {len(pairs)} queues: {what})"
