@@ -86,7 +86,7 @@ def test_coded_text_becomes_the_arrow_strings_of_its_rows(codes: list[int]) -> N
 
 
 def test_busiest_summary_queues_rank_by_p99_then_arrivals_and_keep_the_order() -> None:
-    from aqmlab.results import busiest_summary_queues
+    from aqmlab.busiest import busiest_summary_queues
 
     def q(name: str, p99: float | None, arrivals: int) -> dict[str, object]:
         return {"name": name, "sojourn_ms": None if p99 is None else {"p99": p99}, "arrivals": arrivals}

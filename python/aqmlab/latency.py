@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from aqmlab.busiest import queue_rank
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -87,13 +89,11 @@ def queue_delay_series(r: Result) -> pd.DataFrame:
 def busiest_queues(r: Result, pairs: list[tuple[str, str]], by: str = "delay") -> tuple[list[tuple[str, str]], str]:
     """The (queue, sub-queue) pairs a per-queue plot draws, in their order:
     all of ``pairs`` up to :data:`MAX_LINES`, else the :data:`MAX_LINES`
-    that rank first by ``results.queue_rank`` (the highest 99th-percentile
+    that rank first by :func:`aqmlab.busiest.queue_rank` (the highest 99th-percentile
     sojourn, or with ``by="signals"`` the most marks and drops); and a note
     for the title when some are left out. A fat tree has thousands of
     queues: all of them made an unreadable plot that took a minute to draw.
     The tables keep every queue."""
-    from aqmlab.results import queue_rank
-
     if len(pairs) <= MAX_LINES:
         return pairs, ""
     stats: dict[tuple[str, str], dict[str, Any]] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqmlab.htmlpage import data_files_in, data_links, fmt, image, page, table
+from aqmlab.busiest import busiest_summary_queues
 from aqmlab.scenario import atomic_write_text, dump_toml
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ QUEUE_ROWS = 200
 
 
 def _queue_rows(r: Result) -> tuple[list[str], list[list[Any]]]:
-    from aqmlab.results import busiest_summary_queues
-
     headers = ["queue", "sub-queue", "aqm", "p50 (ms)", "p99 (ms)", "mean (ms)", "drop rate", "mark rate", "utilization"]
     rows = []
     for q in busiest_summary_queues(r.summary.get("queues", []), QUEUE_ROWS):

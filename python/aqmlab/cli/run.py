@@ -59,7 +59,7 @@ def print_summary(r: Result, console: Console, *, all_flows: bool = False, all_q
     """Flows, queues and fairness as terminal tables."""
     from rich.table import Table
 
-    from aqmlab.results import busiest_summary_queues
+    from aqmlab.busiest import busiest_summary_queues
 
     s = r.summary
     flows = s.get("flows", [])
