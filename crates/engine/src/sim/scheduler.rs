@@ -186,6 +186,22 @@ impl EventQueue {
         (!best.is_vacant()).then(|| Event::decode(best.rest as u32))
     }
 
+    /// The packet event likely to run after [`Self::peek_packet_event`]'s,
+    /// as a prefetch hint (None when it is not at hand). Changes nothing.
+    #[inline]
+    pub fn peek_second_packet_event(&self) -> Option<Event> {
+        let (first, second) = (self.packets.peek_next()?, self.packets.peek_second());
+        let after = if first.before(&self.front) {
+            match second {
+                Some(s) if s.before(&self.front) => s,
+                _ => &self.front,
+            }
+        } else {
+            first
+        };
+        (!after.is_vacant()).then(|| Event::decode(after.rest as u32))
+    }
+
     /// The earliest event, or None when nothing is pending.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {

@@ -150,3 +150,34 @@ fn the_peeked_packet_event_is_the_next_one_popped() {
     }
     assert_eq!(q.pop(), Some((1_000, Event::SenderTimer(0))));
 }
+
+/// The two-deep hint, when it names an event, names the one popped after
+/// the next, with the front slot in play (an event scheduled between pops
+/// goes there). It is at hand when the next event's 8 ns bucket holds
+/// another, as in a busy fat tree: here most pops.
+#[test]
+fn the_second_peeked_packet_event_is_popped_after_the_next() {
+    let mut q = EventQueue::new();
+    for (i, t) in [13u64, 9, 15, 10, 14, 8, 12, 11, 30].into_iter().enumerate() {
+        q.schedule(t, Event::LineArrival(i as u32));
+    }
+    q.schedule(1_000, Event::SenderTimer(0));
+    let (mut pops, mut named) = (0, 0);
+    while q.peek_packet_event().is_some() {
+        let second = q.peek_second_packet_event();
+        let popped = q.pop().expect("an event is pending").1;
+        pops += 1;
+        if popped == Event::LineArrival(5) {
+            // To the front slot, behind the wheel's 9 and the earlier-scheduled 10.
+            q.schedule(10, Event::LineArrival(9));
+            assert_eq!((q.peek_packet_event(), q.peek_second_packet_event()), (Some(Event::LineArrival(1)), Some(Event::LineArrival(3))));
+            continue;
+        }
+        if let Some(s) = second {
+            named += 1;
+            assert_eq!(q.peek_packet_event(), Some(s), "after {popped:?}");
+        }
+    }
+    assert!(2 * named >= pops, "named {named} of {pops} pops");
+    assert_eq!(q.pop(), Some((1_000, Event::SenderTimer(0))));
+}

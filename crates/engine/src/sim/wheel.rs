@@ -224,6 +224,13 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         self.near.v.last()
     }
 
+    /// The least entry after [`Self::peek_next`]'s, if it is already in the
+    /// sorted run (a prefetch hint; None when the run holds one entry).
+    #[inline]
+    pub(super) fn peek_second(&self) -> Option<&Entry> {
+        self.near.v.len().checked_sub(2).map(|i| &self.near.v[i])
+    }
+
     pub(super) fn len(&self) -> usize {
         self.near.v.len() + self.in_ring + self.overflow.len()
     }

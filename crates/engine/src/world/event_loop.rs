@@ -179,6 +179,11 @@ impl World {
         if !self.prefetch_events {
             return;
         }
+        // Two deep: the line of the event after next, whose head and queue
+        // this step can then find without waiting for the line itself.
+        if let Some(Event::LineArrival(d)) = self.events.peek_second_packet_event() {
+            prefetch(&self.lines[d as usize]);
+        }
         if let Some(Event::LineArrival(d)) = self.events.peek_packet_event() {
             let line = &self.lines[d as usize];
             if let Some(head) = line.head_slot() {
