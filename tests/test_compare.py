@@ -20,6 +20,8 @@ def test_compare_two_aqms_table_plots_and_page(tmp_path: Path) -> None:
     proc = cli("compare", str(tmp_path / "fifo"), str(tmp_path / "codel"), "--out", str(tmp_path / "cmp"), "--json")
     assert proc.returncode == 0, proc.stderr
     table = json.loads(proc.stdout)
+    # Written as read: no escaped slash or Δ.
+    assert '"total goodput (Mbit/s)"' in proc.stdout and '"Δ codel"' in proc.stdout
     fifo = aqmlab.Result.load(tmp_path / "fifo")
     codel = aqmlab.Result.load(tmp_path / "codel")
     p99 = table["queue delay p99 (ms)"]

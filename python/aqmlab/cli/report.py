@@ -47,7 +47,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("out") / "compare"
     cmp = compare(*args.dirs, out=out)
     if args.json:
-        print(cmp.table.to_json(orient="index", indent=2))
+        import json
+
+        # Through pandas' JSON (NaN as null), then written as people read it:
+        # "Mbit/s" and "Δ", not "Mbit\/s" and "\u0394".
+        print(json.dumps(json.loads(cmp.table.to_json(orient="index")), indent=2, ensure_ascii=False))
         return EXIT_OK
     if not args.quiet:
         t = Table(title="Headline metrics (Δ: difference from the first run)")
