@@ -12,11 +12,6 @@ const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 /// and larger; a dumbbell's few histograms stay in the L1 cache.
 pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
 
-/// Link tables larger than a per-core L2 cache have the next event's line
-/// head and queue prefetched (`prefetch_next_event`): a large fat tree's
-/// ports (D-1024: 6 144 links; in D, 768 links, it did not help).
-pub(super) const PREFETCH_MIN_LINKS: usize = (1 << 21) / std::mem::size_of::<Link>();
-
 /// Progress is reported every this many events.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -170,10 +165,14 @@ impl World {
         }
     }
 
-    /// In a large fat tree a hop waits on memory: the line's head packet, the
+    /// In a fat tree a hop waits on memory: the line's head packet, the
     /// next queue's hot lines, each in a different place. The event likely to
     /// run next is known (`EventQueue::peek_packet_event`): start loading
     /// its head packet and queue now, so they arrive while this event runs.
+    /// Once only for link tables larger than L2 (in D, 768 links, it did not
+    /// help while a heap ordered the events); since the timing wheels it
+    /// gains D about 1.1 and costs a dumbbell nothing measurable, so it is
+    /// on for every topology (docs/performance.md).
     #[inline(always)]
     fn prefetch_next_event(&self) {
         if !self.prefetch_events {
