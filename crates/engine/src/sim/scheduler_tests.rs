@@ -132,15 +132,21 @@ fn every_event_kind_round_trips_through_the_encoding() {
     }
 }
 
+/// Line events `i` at `times[i]`, and a timer after them all.
+fn lines_then_a_timer(times: [u64; 9]) -> EventQueue {
+    let mut q = EventQueue::new();
+    for (i, t) in times.into_iter().enumerate() {
+        q.schedule(t, Event::LineArrival(i as u32));
+    }
+    q.schedule(1_000, Event::SenderTimer(0));
+    q
+}
+
 /// The prefetch hint names the packet event that runs next, also after an
 /// event scheduled between pops (no timer earlier).
 #[test]
 fn the_peeked_packet_event_is_the_next_one_popped() {
-    let mut q = EventQueue::new();
-    for (i, t) in [50u64, 20, 90, 30, 70, 10, 60, 40, 80].into_iter().enumerate() {
-        q.schedule(t, Event::LineArrival(i as u32));
-    }
-    q.schedule(1_000, Event::SenderTimer(0));
+    let mut q = lines_then_a_timer([50, 20, 90, 30, 70, 10, 60, 40, 80]);
     while let Some(next) = q.peek_packet_event() {
         let popped = q.pop().expect("an event is pending").1;
         assert_eq!(popped, next);
@@ -157,11 +163,7 @@ fn the_peeked_packet_event_is_the_next_one_popped() {
 /// another, as in a busy fat tree: here most pops.
 #[test]
 fn the_second_peeked_packet_event_is_popped_after_the_next() {
-    let mut q = EventQueue::new();
-    for (i, t) in [13u64, 9, 15, 10, 14, 8, 12, 11, 30].into_iter().enumerate() {
-        q.schedule(t, Event::LineArrival(i as u32));
-    }
-    q.schedule(1_000, Event::SenderTimer(0));
+    let mut q = lines_then_a_timer([13, 9, 15, 10, 14, 8, 12, 11, 30]);
     let (mut pops, mut named) = (0, 0);
     while q.peek_packet_event().is_some() {
         let second = q.peek_second_packet_event();
