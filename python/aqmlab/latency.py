@@ -106,6 +106,18 @@ def busiest_queues(r: Result, pairs: list[tuple[str, str]], by: str = "delay") -
     return [k for k in pairs if k in keep], f" ({MAX_LINES} of {len(pairs)} queues: {what})"
 
 
+def busiest_groups(r: Result, df: pd.DataFrame, by: str = "delay") -> tuple[list[tuple[tuple[str, str], pd.DataFrame]], str]:
+    """``df``'s rows per (queue, sub-queue), in order of first appearance,
+    for the pairs :func:`busiest_queues` keeps; and its note. Only the kept
+    pairs are grouped (a fat tree's thousands are not)."""
+    keys = ["queue", "subqueue"]
+    pairs, note = busiest_queues(r, list(df[keys].drop_duplicates().itertuples(index=False, name=None)), by)
+    if note:
+        df = df[pd.MultiIndex.from_frame(df[keys]).isin(pairs)]
+    groups = dict(list(df.groupby(keys, sort=False)))
+    return [(k, groups[k]) for k in pairs], note
+
+
 def rtt_samples(r: Result, by: str = "flow", source: str | None = None) -> dict[str, np.ndarray]:
     """RTT samples (ms, sorted) in the measurement window, per ``by``:
     ``"flow"`` (key ``flow N (label)``) or ``"label"`` (the flow group's
@@ -217,10 +229,8 @@ def queue_delay(r: Result, ax: Any = None) -> Figure | None:
     if q.empty:
         return None
     fig, (ax,) = _fig(ax=ax)
-    pairs, note = busiest_queues(r, list(dict.fromkeys(zip(q["queue"], q["subqueue"], strict=True))))
-    groups = dict(list(q.groupby(["queue", "subqueue"], sort=False)))
-    for c, (name, sub) in zip(_palette(len(pairs)), pairs, strict=True):
-        g = groups[(name, sub)]
+    groups, note = busiest_groups(r, q)
+    for c, ((name, sub), g) in zip(_palette(len(groups)), groups, strict=True):
         ax.plot(g["t_s"], g["mean_ms"], lw=1.2, color=c, label=f"{name} / {sub} mean")
         ax.plot(g["t_s"], g["max_ms"], lw=0.6, ls=":", color=c, label=f"{name} / {sub} max")
     ax.set_ylim(bottom=0)

@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 
 from aqmlab._plot_options import FORMATS, parse_size_in  # re-exported: light, for the CLI
 from aqmlab.scenario import atomic_write_bytes
-from aqmlab.latency import busiest_queues
+from aqmlab.latency import busiest_groups
 
 if TYPE_CHECKING:
     from aqmlab.results import Result
@@ -119,15 +119,11 @@ def sojourn_cdf(r: Result, ax: Any = None) -> Figure | None:
     if h.empty or h["count"].sum() == 0:
         return None
     reported = {q["name"] for q in r.summary.get("queues", []) if (q.get("arrivals") or 0) > 0}
-    h = h[h["count"] > 0]
-    pairs = [k for k in dict.fromkeys(zip(h["queue"], h["subqueue"], strict=True)) if not reported or k[0] in reported]
-    pairs, note = busiest_queues(r, pairs)
-    if note:
-        h = h[pd.MultiIndex.from_frame(h[["queue", "subqueue"]]).isin(pairs)]
-    groups = dict(list(h.groupby(["queue", "subqueue"], sort=False)))
+    h = h[(h["count"] > 0) & (h["queue"].isin(reported) if reported else True)]
+    groups, note = busiest_groups(r, h)
     series = []
-    for q, sub in pairs:
-        g = groups[(q, sub)].sort_values("hi_ns")
+    for (q, sub), g in groups:
+        g = g.sort_values("hi_ns")
         c = g["count"].to_numpy(dtype=float)
         series.append((f"{q} / {sub}", g["hi_ns"].to_numpy(dtype=float) / 1e6, np.cumsum(c) / c.sum()))
     if not series:
@@ -212,11 +208,10 @@ def probabilities(r: Result, ax: Any = None) -> Figure | None:
     rows = 2 if not aqm_p.empty else 1
     fig, axes = _fig(rows, ax=ax)
     ax = axes[0]
-    groups = dict(list(qt.groupby(["queue", "subqueue"], sort=False)))
-    signalled = [k for k, g in groups.items() if g["marked_pkts"].max() > 0 or g["dropped_pkts"].max() > 0]
-    pairs, note = busiest_queues(r, signalled, by="signals")
-    for q, sub in pairs:
-        g = groups[(q, sub)]
+    by_queue = qt.groupby(["queue", "subqueue"])
+    signalled = (by_queue["marked_pkts"].transform("max") > 0) | (by_queue["dropped_pkts"].transform("max") > 0)
+    groups, note = busiest_groups(r, qt[signalled], by="signals")
+    for (q, sub), g in groups:
         if g["marked_pkts"].max() > 0:
             ax.plot(g["t_s"], g["mark_prob"], label=f"mark {q} / {sub}", lw=1.0)
         if g["dropped_pkts"].max() > 0:

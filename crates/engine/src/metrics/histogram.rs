@@ -129,12 +129,16 @@ impl Histogram {
     /// Extend the bucket array to hold bucket `b` (whole rows of SUB buckets), and count `n` there.
     #[inline(never)]
     fn grow_and_count(&mut self, b: usize, n: u32) {
-        // Exactly (not the doubling `resize` would do): a fat tree holds
-        // thousands of these, and a row is added at most EXP_BUCKETS times.
-        let len = ((b / SUB as usize) + 1) * SUB as usize;
+        self.grow_to(((b / SUB as usize) + 1) * SUB as usize);
+        self.counts[b] += n as u64;
+    }
+
+    /// Extend the bucket array to `len` buckets, exactly (not the doubling
+    /// of a vector's growth): a fat tree holds thousands of histograms, and
+    /// a row is added at most EXP_BUCKETS times.
+    fn grow_to(&mut self, len: usize) {
         self.counts.reserve_exact(len - self.counts.len());
         self.counts.resize(len, 0);
-        self.counts[b] += n as u64;
     }
 
     pub fn count(&self) -> u64 {
@@ -175,7 +179,7 @@ impl Histogram {
     pub fn merge(&mut self, o: &Histogram) {
         debug_assert_eq!((self.run_len, o.run_len), (0, 0), "a run not yet counted");
         if o.counts.len() > self.counts.len() {
-            self.counts.resize(o.counts.len(), 0);
+            self.grow_to(o.counts.len());
         }
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;
