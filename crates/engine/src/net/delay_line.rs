@@ -23,6 +23,11 @@ pub struct DelayLine {
     pub delay_ns: u64,
     /// Ordered by `enq_ns`, the arrival time at the line's end.
     q: Ring<Packet>,
+    /// The latest `enq_ns` on the line (meaningful while it is not empty):
+    /// a push compares with it here, in the header it touches anyway,
+    /// instead of loading the tail packet, written a hop ago and in a large
+    /// fat tree usually out of cache (docs/performance.md).
+    tail_at_ns: u64,
     /// Links merged into this line that drop or mark at random (usually none).
     pub lossy_links: Vec<u32>,
     /// Time of the pending head event, if any.
@@ -35,7 +40,7 @@ pub struct DelayLine {
 
 impl DelayLine {
     pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: Ring::new(), lossy_links, event_at: None, head_next: (0, 0) }
+        DelayLine { delay_ns, q: Ring::new(), tail_at_ns: 0, lossy_links, event_at: None, head_next: (0, 0) }
     }
 
     /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
@@ -51,14 +56,16 @@ impl DelayLine {
     #[inline(always)]
     pub fn push(&mut self, depart_ns: u64, src: &Packet, route: u32, hop: u8) -> Option<u64> {
         let at = depart_ns + self.delay_ns;
-        let early = self.q.back().is_some_and(|tail| tail.enq_ns > at);
+        debug_assert_eq!(self.q.back().map(|t| t.enq_ns), (!self.q.is_empty()).then_some(self.tail_at_ns));
+        let early = !self.q.is_empty() && self.tail_at_ns > at;
         // `src` is only read by this copy: a caller that built the packet in
         // registers stores it straight into the slot (see `world::outbox`).
         stamp(self.q.push_back_mut(*src), at, route, hop);
         if early {
-            self.sort_in_newest();
+            self.sort_in_newest(); // behind the tail, which stays the latest
             return self.rearm();
         }
+        self.tail_at_ns = at;
         if self.event_at.is_some() {
             // Appended behind a head whose event is pending (a line with a
             // pending event is never empty, and the event is never later
