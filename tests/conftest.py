@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,15 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str
     return subprocess.run(
         [sys.executable, "-m", "aqmlab", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=e
     )
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test interrupts: SIGINT back to its default
+    action. A suite started in the background by a script (``cmd &``) has
+    SIGINT ignored and would pass that on, and Python installs its
+    KeyboardInterrupt handler only over the default, so the child would
+    never see the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def tiny(**over: Any) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import pytest
 from aqmlab import sweep as sweep_fn
 from aqmlab.cli import main
 from aqmlab.sweep import Cache, SweepSpec
-from conftest import tiny
+from conftest import default_sigint, tiny
 
 
 def _children(pid: int) -> list[int]:
@@ -72,7 +72,7 @@ def _cache_is_consistent(cache: Path) -> int:
 def _popen(*args: str, cwd: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k != "AQMLAB_DEBUG"}
     return subprocess.Popen([sys.executable, "-m", "aqmlab", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from aqmlab import sweep as sweep_fn
 from aqmlab.sweep import Cache, SweepError, SweepSpec, stats_table, t_quantile_975
-from conftest import EXAMPLES, cli, tiny
+from conftest import EXAMPLES, cli, default_sigint, tiny
 
 GRID = {"bottleneck.buffer": ["20ms", "60ms"], "flows[0].count": [1, 2]}
 
@@ -254,7 +254,8 @@ def test_cli_sweep_interrupted_by_ctrl_c_resumes(tmp_path: Path) -> None:
     cache = tmp_path / "c"
     common = ["--jobs", "1", "--cache", str(cache), "--out", str(tmp_path / "o")]
     proc = subprocess.Popen([sys.executable, "-m", "aqmlab", "sweep", str(sweep_file("long.toml", "10000s")), *common],
-                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)  # fmt: skip
     deadline = time.monotonic() + 300
     while len(Cache(cache)) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)  # polling the cache, the event we wait for; not a timing assumption

@@ -8,6 +8,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Every Rust allocation of the extension (the engine's state and results);
+/// Python's objects keep Python's allocator. Why: crates/aqmlab-py/Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pyo3::create_exception!(_engine, ScenarioError, PyValueError, "The scenario is invalid (one line naming the field).");
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -2,6 +2,11 @@
 // kind (`cargo run --release --example runjson -- scenario.json [summary.json]`).
 // With a second argument the summary (less wall-clock fields) is written there,
 // so an optimisation can be checked to leave results bit-identical.
+/// The allocator of the Python extension (crates/aqmlab-py), so that wall
+/// times here are those of `aqmlab run` and `aqmlab bench`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let s = std::fs::read_to_string(args.next().expect("scenario.json")).unwrap();

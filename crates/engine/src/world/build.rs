@@ -68,13 +68,22 @@ impl World {
         // Fallibly: the count comes from the input, and an allocation that
         // fails must be an error, not an abort (a count of 10^8 used to end
         // the process with "memory allocation of 96000000000 bytes failed").
+        // The allocator may promise more than the machine holds (mimalloc,
+        // the extension's allocator, reserves address space without backing
+        // it, so a reservation alone no longer fails, and the run would end
+        // killed by the kernel): a table larger than memory and swap
+        // together is refused first.
         let long_lived: usize = s.flows.iter().map(|g| g.count as usize).sum();
-        let too_many = |_| {
+        let too_many = || {
             let gb = long_lived as f64 * std::mem::size_of::<Flow>() as f64 / 1e9;
             format!("flows: {long_lived} flows need {gb:.1} GB for their state alone, more than this machine can allocate")
         };
-        w.flows.try_reserve_exact(long_lived).map_err(too_many)?;
-        w.flow_counters.try_reserve_exact(long_lived).map_err(too_many)?;
+        let table_bytes = long_lived as u128 * (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowQueueCounters>()) as u128;
+        if machine_memory_bytes().is_some_and(|m| table_bytes > m as u128) {
+            return Err(too_many());
+        }
+        w.flows.try_reserve_exact(long_lived).map_err(|_| too_many())?;
+        w.flow_counters.try_reserve_exact(long_lived).map_err(|_| too_many())?;
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
             // One attachment per flow pair: a pattern expands to many.
@@ -335,4 +344,15 @@ fn attach_of(s: &Scenario, rtt: Option<u64>, src: &Option<String>, dst: &Option<
         (None, Some(src), Some(dst)) => Attach::Hosts { src, dst },
         _ => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
     }
+}
+
+/// Physical memory plus swap in bytes, where the system says (Linux's
+/// `/proc/meminfo`); None elsewhere.
+fn machine_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| -> Option<u64> {
+        let line = info.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+    };
+    Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
 }
