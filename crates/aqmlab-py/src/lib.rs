@@ -68,6 +68,17 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
     Ok((dtype, data).into_pyobject(py)?.into_any())
 }
 
+/// Hand the memory freed since the last call back to the system now.
+/// mimalloc keeps freed pages for a second before returning them (a run
+/// that grows a buffer reuses them at once: purging them immediately cost
+/// D-1024 13 %); the results' conversion frees the engine's copy as
+/// Python's grows, and without this both count towards the peak (D-1024,
+/// 20 ms: 525 MB against 318 MB with immediate purging).
+fn release_freed_memory() {
+    // SAFETY: `mi_collect` takes no pointers; any thread may call it.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
 /// Run a scenario (JSON text). `progress(sim_seconds_done)` is called now and
 /// then; it may raise to abort. Returns {"summary": json, "tables": {...},
 /// "files": {name: bytes}} where numeric columns are (dtype, little-endian
@@ -100,7 +111,9 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
                     true
                 })
             })?;
-            Ok::<_, String>(w.into_results())
+            let results = w.into_results();
+            release_freed_memory(); // the world, now dropped
+            Ok::<_, String>(results)
         })
     });
     let results = match outcome {
@@ -130,6 +143,7 @@ fn run<'py>(py: Python<'py>, json: &str, progress: Option<Py<PyAny>>) -> PyResul
             cols.set_item(name, column_to_py(py, &c)?)?;
         }
         tables.set_item(t.name, cols)?;
+        release_freed_memory(); // the table's columns
     }
     out.set_item("tables", tables)?;
     let files = PyDict::new(py);
