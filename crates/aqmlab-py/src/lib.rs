@@ -72,8 +72,8 @@ fn column_to_py<'py>(py: Python<'py>, c: &Column) -> PyResult<Bound<'py, PyAny>>
 /// mimalloc keeps freed pages for a second before returning them (a run
 /// that grows a buffer reuses them at once: purging them immediately cost
 /// D-1024 13 %); the results' conversion frees the engine's copy as
-/// Python's grows, and without this both count towards the peak (D-1024,
-/// 20 ms: 525 MB against 318 MB with immediate purging).
+/// Python's grows, and without this both count towards the peak
+/// (`aqmlab run` of D-1024 for 20 ms: 525 MB without, 336 MB with).
 fn release_freed_memory() {
     // SAFETY: `mi_collect` takes no pointers; any thread may call it.
     unsafe { libmimalloc_sys::mi_collect(true) };

@@ -74,11 +74,11 @@ impl World {
         // killed by the kernel): a table larger than memory and swap
         // together is refused first.
         let long_lived: usize = s.flows.iter().map(|g| g.count as usize).sum();
+        let table_bytes = long_lived as u128 * (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowQueueCounters>()) as u128;
         let too_many = || {
-            let gb = long_lived as f64 * std::mem::size_of::<Flow>() as f64 / 1e9;
+            let gb = table_bytes as f64 / 1e9;
             format!("flows: {long_lived} flows need {gb:.1} GB for their state alone, more than this machine can allocate")
         };
-        let table_bytes = long_lived as u128 * (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowQueueCounters>()) as u128;
         if machine_memory_bytes().is_some_and(|m| table_bytes > m as u128) {
             return Err(too_many());
         }
