@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 __version__: str
+BUILD: str
+"""'pgo' if built with the recorded profile (pgo/rustc-wrapper), else 'plain'."""
 
 class ScenarioError(ValueError):
     """The scenario is invalid; the message is one line naming the field."""

@@ -226,6 +226,8 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
     override every scenario's length and bottleneck rate."""
     import statistics
 
+    from aqmlab import _engine  # the children import this same build
+
     todo = []
     for name in names or list(SCENARIOS):
         why = requirement(name)
@@ -270,6 +272,7 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             "steal_pct": statistics.median(steal) if steal else None,
             "repeat": len(rs),
             "metrics": metrics,
+            "build": _engine.BUILD,
         })  # fmt: skip
     return results
 
@@ -311,7 +314,9 @@ def cli_bench(args: argparse.Namespace) -> int:
         print(json.dumps(results, indent=2))
         return 0
     rate = f", bottleneck {args.rate}" if args.rate else ""
-    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics}{rate})", title_justify="left")
+    build = "profile-guided build" if results and results[0]["build"] == "pgo" else "build without PGO"
+    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics}{rate}, {build})",
+              title_justify="left")  # fmt: skip
     heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "hops/s", "peak RSS MB",
              "pkts/s range", "steal %")  # fmt: skip
     for h in heads:

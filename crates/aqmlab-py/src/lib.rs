@@ -179,6 +179,9 @@ fn _panic_for_test() -> PyResult<()> {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", aqmlab_engine::VERSION)?;
+    // Whether this build was optimised with the recorded profile (pgo/rustc-wrapper
+    // passes the cfg with it); speed figures depend on it, results never do.
+    m.add("BUILD", if cfg!(aqmlab_pgo) { "pgo" } else { "plain" })?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
