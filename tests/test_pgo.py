@@ -106,4 +106,8 @@ def test_installed_extension_reports_its_build():
     same = subprocess.run([rustc, "-vV"], capture_output=True, text=True).stdout.strip() == (
         (PGO / "rustc-version.txt").read_text().strip()
     )
-    assert _engine.BUILD == ("pgo" if same else "plain")
+    expected = "pgo" if same else "plain"
+    assert _engine.BUILD == expected, (
+        f"the installed extension is a '{_engine.BUILD}' build, the wrapper makes '{expected}' with this rustc: "
+        "was it built another way (a debug `maturin develop`, AQMLAB_PGO=off)? Reinstall with `pip install -e .`"
+    )
