@@ -1,6 +1,6 @@
 """Record the profile that the release build of the engine is optimised with.
 
-    python pgo/train.py            # about 3 minutes on 2 cores
+    python pgo/train.py            # about 2 minutes on 2 cores, 3 from a fresh build
 
 A maintainer's tool, run after every change to the engine or the bindings
 (tests/test_pgo.py fails until then: a profile older than its source still
