@@ -100,6 +100,30 @@ def test_interrupted_parallel_sweep_resumes(tmp_path: Path) -> None:
     assert not resumed.runs.duplicated(["bottleneck.buffer", "flows[0].count", "seed"]).any()
 
 
+def test_ctrl_c_while_the_pool_starts_a_worker_is_an_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """loky turns a KeyboardInterrupt inside a worker's launch into an
+    UnboundLocalError (seen in CI, tests/test_faults.py): the sweep must still
+    end as interrupted, with the pool shut down and its workers killed."""
+    import loky
+
+    shutdowns: list[dict[str, Any]] = []
+
+    class LaunchInterrupted:
+        def submit(self, *args: Any) -> None:
+            try:
+                raise KeyboardInterrupt  # the Ctrl-C, inside loky's os.pipe()
+            except KeyboardInterrupt:
+                raise UnboundLocalError("cannot access local variable 'parent_r'")
+
+        def shutdown(self, **kw: Any) -> None:
+            shutdowns.append(kw)
+
+    monkeypatch.setattr(loky, "get_reusable_executor", lambda **kw: LaunchInterrupted())
+    with pytest.raises(KeyboardInterrupt):
+        sweep_fn(spec(), jobs=2, cache_dir=tmp_path / "cache")
+    assert shutdowns == [{"wait": False, "kill_workers": True}]
+
+
 def test_failed_run_is_reported_and_never_removes_cached_successes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import aqmlab.runner as sw  # where the runs happen (run_points calls sw._simulate)
     from aqmlab.sweep import SweepFailed

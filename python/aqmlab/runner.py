@@ -293,11 +293,29 @@ def _run_pool(todo: list[Point], n_jobs: int, finish: Callable[[Outcome], None],
                 except Exception as e:  # a worker died (e.g. killed by the OS)
                     res = ("failed", f"{type(e).__name__}: {e}")
                 finish(outcome_of(p, res))
-    except BaseException:
+    except BaseException as e:
         # Stop now: cancel what has not started and end running workers.
         # Finished runs are already in the cache.
         ex.shutdown(wait=False, kill_workers=True)
+        if not isinstance(e, KeyboardInterrupt) and _caused_by_interrupt(e):
+            # A Ctrl-C that lands while loky starts a worker comes out of its
+            # launch as an UnboundLocalError (loky 3.7, popen_loky_posix.py:
+            # the clean-up reads a pipe that was never made). The user
+            # pressed Ctrl-C: report that, as for any other moment.
+            raise KeyboardInterrupt from e
         raise
+
+
+def _caused_by_interrupt(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the exceptions `e` was raised from."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 #: Submissions of one run before an error of the cluster (not of the
