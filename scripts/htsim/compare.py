@@ -37,7 +37,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import summary as S  # noqa: E402  (the module next to this script)
+import compare_summary as S  # noqa: E402  (the module next to this script)
 
 REPO = HERE.parents[1]
 DEFAULT_BUILD = REPO / "target" / "htsim"
