@@ -33,6 +33,7 @@ def _load(name: str, as_name: str) -> ModuleType:
 S = _load("compare_summary", "compare_summary")
 compare = _load("compare", "htsim_compare")
 patcher = _load("patch_fat_tree", "htsim_patch_fat_tree")
+build = _load("build", "htsim_build")
 
 
 # --- fixtures in the drivers' and aqmlab bench's formats -------------------
@@ -320,3 +321,23 @@ def test_the_patcher_refuses_an_ambiguous_anchor_or_a_patched_file(tmp_path: Pat
         patcher.patch(ANCHORED + "uint32_t FatTreeTopology::_tiers = 3;\n")
     with pytest.raises(patcher.PatchError, match="already patched"):
         patcher.patch(patcher.patch(ANCHORED))
+
+
+# --- build.py's checks before it writes anything ----------------------------
+
+
+def test_build_refuses_a_source_that_is_not_htsim(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTSIM_SRC", str(tmp_path))
+    assert build.main(["--build-dir", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err == f"build: HTSIM_SRC: {tmp_path} is not a csg-htsim checkout (no sim/Makefile)\n"
+    assert not (tmp_path / "b").exists()
+
+
+def test_build_never_writes_into_htsims_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "sim").mkdir()
+    (tmp_path / "sim" / "Makefile").write_text("all:\n")
+    inside = tmp_path / "sim" / "build"
+    assert build.main(["--src", str(tmp_path), "--build-dir", str(inside)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is inside htsim's checkout" in err
+    assert not inside.exists()

@@ -67,38 +67,45 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None, log: Path | None = 
     return out
 
 
-def _source(args: argparse.Namespace, build: Path) -> tuple[Path, str | None]:
-    """htsim's checkout and its commit (None if not a git checkout)."""
-    src = args.src or os.environ.get("HTSIM_SRC")
-    if src:
-        root = Path(src).expanduser().resolve()
-        if not (root / "sim" / "Makefile").is_file():
-            raise BuildError(f"HTSIM_SRC: {root} is not a csg-htsim checkout (no sim/Makefile)")
-    else:
-        root = build / "csg-htsim"
-        if not (root / "sim" / "Makefile").is_file():
-            _clone(args.url, root, build / "build.log")
+def _given_source(args: argparse.Namespace, out: Path) -> Path | None:
+    """The checkout given by --src or HTSIM_SRC, checked before anything is
+    written; None if none is given (then build.py clones one)."""
+    given = args.src or os.environ.get("HTSIM_SRC")
+    if not given:
+        return None
+    root = Path(given).expanduser().resolve()
+    if not (root / "sim" / "Makefile").is_file():
+        raise BuildError(f"HTSIM_SRC: {root} is not a csg-htsim checkout (no sim/Makefile)")
+    if out == root or root in out.parents:
+        raise BuildError(f"--build-dir: {out} is inside htsim's checkout {root} (the build never writes into it)")
+    return root
+
+
+def _commit(root: Path) -> str | None:
+    """The checkout's commit (None if it is not a git checkout)."""
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+        p = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
     except FileNotFoundError:
-        return root, None
-    return root, (commit.stdout.strip() or None) if commit.returncode == 0 else None
+        return None
+    return (p.stdout.strip() or None) if p.returncode == 0 else None
 
 
 def _clone(url: str, root: Path, log: Path) -> None:
-    """Fetch only the pinned commit and check out sim/ and the licence (the
-    repository's experiments hold large files the build does not need)."""
+    """Fetch the pinned commit alone, without file contents (a partial clone:
+    the repository's experiments hold large files the build does not need),
+    then check out sim/ and the licence, whose contents git fetches then."""
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     git = ["git", "-C", str(root)]
     _run(git + ["init", "-q"], "git init", log=log)
-    _run(git + ["fetch", "-q", "--depth", "1", url, PINNED_COMMIT], f"fetching htsim {PINNED_COMMIT[:7]} from {url}",
-         log=log)  # fmt: skip
+    _run(git + ["remote", "add", "origin", url], "git remote add", log=log)
+    _run(git + ["fetch", "-q", "--depth", "1", "--filter=blob:none", "origin", PINNED_COMMIT],
+         f"fetching htsim {PINNED_COMMIT[:7]} from {url}", log=log)  # fmt: skip
     _run(git + ["sparse-checkout", "set", "--no-cone", "/sim/", "/LICENSE", "/README.md"], "git sparse-checkout",
          log=log)  # fmt: skip
-    _run(git + ["-c", "advice.detachedHead=false", "checkout", "-q", "--detach", "FETCH_HEAD"], "git checkout",
-         log=log)  # fmt: skip
+    _run(git + ["-c", "advice.detachedHead=false", "checkout", "-q", "--detach", "FETCH_HEAD"],
+         f"checking out htsim {PINNED_COMMIT[:7]}", log=log)  # fmt: skip
 
 
 def _make_variable(sim: Path, name: str) -> str:
@@ -110,12 +117,15 @@ def _make_variable(sim: Path, name: str) -> str:
 
 def build(args: argparse.Namespace) -> Path:
     out = Path(args.build_dir).expanduser().resolve()
+    src = _given_source(args, out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "build.log"
     log.write_text("")
-    src, commit = _source(args, out)
-    if out == src or src in out.parents:
-        raise BuildError(f"--build-dir: {out} is inside htsim's checkout {src} (the build never writes into it)")
+    if src is None:
+        src = out / "csg-htsim"
+        if not (src / "sim" / "Makefile").is_file():
+            _clone(args.url, src, log)
+    commit = _commit(src)
     if commit is None:
         print(f"build: {src} is not a git checkout; assuming htsim {PINNED_COMMIT[:7]}", file=sys.stderr)
     elif commit != PINNED_COMMIT:
