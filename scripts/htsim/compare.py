@@ -212,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
             out = Path(args.summarize).expanduser().resolve()
             groups = S.groups_in(out)
             if not groups:
-                raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, aqD_1.json or aqD1024_1.json)")
+                raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, aqD_1.json, "
+                                   "aqD1024_1.json)")  # fmt: skip
         else:
             groups = _groups(args.only)
             if args.rounds < 1:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 #: The marker our edits carry, so a patched file is recognised as such.
 MARK = "aqmlab scripts/htsim"
+HINT = " (htsim differs from the pinned commit?)"
 
 
 class PatchError(Exception):
@@ -83,7 +84,7 @@ def _region(text: str, edit: Edit) -> tuple[int, int]:
         return 0, len(text)
     heads = [m.start() for m in _pattern(edit.within).finditer(text)]
     if len(heads) != 1:
-        raise PatchError(f"anchor '{edit.within}' (for {edit.name}) found {len(heads)} times, expected once (htsim differs from the pinned commit?)")
+        raise PatchError(f"anchor '{edit.within}' (for {edit.name}) found {len(heads)} times, expected once{HINT}")
     end = re.compile(r"^\}\s*$", re.M).search(text, heads[0])
     return heads[0], end.end() if end else len(text)
 
@@ -98,7 +99,7 @@ def patch(text: str) -> str:
         hits = list(_pattern(edit.anchor).finditer(text, lo, hi))
         if len(hits) != 1:
             where = f" in {edit.within.rstrip('(')}" if edit.within else ""
-            raise PatchError(f"anchor for {edit.name} found {len(hits)} times{where}, expected once: '{edit.anchor}' (htsim differs from the pinned commit?)")
+            raise PatchError(f"anchor for {edit.name} found {len(hits)} times{where}, expected once: '{edit.anchor}'{HINT}")
         m = hits[0]
         text = text[: m.start()] + edit.replacement.replace("{anchor}", m.group(0)) + text[m.end() :]
     return text
