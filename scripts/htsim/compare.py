@@ -64,6 +64,17 @@ def _load() -> str:
         return "?"
 
 
+def _cpu_model() -> str:
+    """The CPU the runs share (rates depend on it; docs/performance.md, Hardware)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
 def _pinning(cpu: int | None) -> tuple[list[str], str]:
     """The prefix that puts a run on one core, and a description for the log.
     Without taskset, this process's affinity is set (the runs inherit it)."""
@@ -126,7 +137,7 @@ def run_rounds(args: argparse.Namespace, out: Path, groups: tuple[str, ...]) -> 
     prefix, pinned = _pinning(cpu)
     build_info = bin_dir.parent / "build-info.json"
     meta = {"started_utc": _utc(), "rounds": args.rounds, "groups": list(groups), "pinning": pinned,
-            "niceness": os.nice(0), "load_at_start": _load(), "host": platform.node(), "machine": platform.machine(),
+            "niceness": os.nice(0), "load_at_start": _load(), "host": platform.node(), "machine": platform.machine(), "cpu": _cpu_model(),
             "python": sys.executable,
             "htsim_build": json.loads(build_info.read_text()) if build_info.is_file() else None}  # fmt: skip
     runs = [run for run in S.RUNS if run.group in groups]
