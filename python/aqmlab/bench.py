@@ -19,7 +19,9 @@ Fixed scenarios:
   one other host) plus an incast of 32 senders x 64 KB to a random host
   every 10 ms from 10 ms on; 100 ms (D) and 20 ms (D-1024) simulated.
   Their work is counted in packet-hops (``packet_hops``: data packets and
-  ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops).
+  ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops),
+  so their headline is ``hops_per_s`` (``headline`` in each result), also
+  in the progress lines ("D run 1/3: 9.274 M hops/s") and the table's range.
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -36,22 +38,29 @@ difference is reported as an error (the engine is deterministic).
 Repeats are interleaved (round 1 runs every scenario once, then round 2,
 ...), so a slow spell of a shared machine hits every scenario alike and
 ratios between scenarios stay meaningful. Each result also gives the range
-of its runs (``pkts_per_s_min``, ``pkts_per_s_max``) and, on Linux, the share
+of its runs (``pkts_per_s_min``, ``pkts_per_s_max``, ``hops_per_s_min``,
+``hops_per_s_max``) and, on Linux, the share
 of CPU time the hypervisor took from this machine while they ran
 (``steal_pct``, from ``/proc/stat``): a high share says the wall times are
 disturbed, not the engine slower.
+
+The overrides (``--duration``, ``--rate``, ``--repeat``) are checked against
+every selected scenario before anything runs, and a bad one is refused in
+the user's terms (option, value, what is allowed). A scenario that moved no
+packet (``--duration 1ns``) is kept, with a warning line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import signal
 import sys
 from typing import Any
+
+from aqmlab.bench_table import rate_text, table
 
 __all__ = ["METRICS", "SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
@@ -277,41 +286,6 @@ def _run_once(name: str, duration: str | None, metrics: str = "default", rate: s
     return doc
 
 
-def rate_text(v: float | None, unit: tuple[float, str] | None = None) -> str:
-    """A rate (per second) in four significant figures with an SI prefix,
-    "18.55 M": short enough that a table never cuts it. ``unit`` forces a
-    (scale, prefix), so both ends of a range share one."""
-    if v is None or not math.isfinite(v):
-        return "-"
-    if v == 0:
-        return "0"
-    scale, prefix = unit or _unit(v)
-    x = v / scale
-    digits = 3 if abs(x) < 10 else 2 if abs(x) < 100 else 1 if abs(x) < 1000 else 0
-    return f"{x:.{digits}f} {prefix}".rstrip()
-
-
-def _unit(v: float) -> tuple[float, str]:
-    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale * 0.99995:  # 999,996 is "1.000 M", not "1000.0 k"
-            return scale, prefix
-    return 1.0, ""
-
-
-def _wall_text(wall_s: float) -> str:
-    """Seconds to the millisecond, three figures below a second (a 2 ms smoke
-    run is "0.00056", not "0.000")."""
-    return f"{wall_s:.3f}" if wall_s >= 1 else f"{wall_s:.3g}"
-
-
-def range_text(lo: float | None, hi: float | None) -> str:
-    """'18.10-19.00 M': the two ends in the larger one's unit."""
-    if lo is None or hi is None:
-        return "-"
-    unit = _unit(hi)
-    return f"{rate_text(lo, unit).split(' ')[0]}-{rate_text(hi, unit)}"
-
-
 def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None = None,
           log: Any = None, metrics: str = "default", rate: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Run the benchmarks; one result per scenario (median over ``repeat``,
@@ -441,69 +415,6 @@ def check_options(names: list[str], duration: str | None, rate: str | None) -> N
             raise ValueError(f"benchmark {name} with --duration {duration} --rate {rate}: {e}") from None
 
 
-def count_text(n: int | None, compact: bool = False) -> str:
-    """A count: exact with thousands separators, or "17.23 M" where a
-    narrow table needs the room."""
-    if n is None:
-        return "-"
-    return rate_text(n) if compact and n >= 1000 else f"{n:,}"
-
-
-#: The table's columns, their cells and, last to first, the order in which a
-#: console too narrow for all of them leaves them out (the headline rates and
-#: the scenario's name go last). Every cell is a field of ``--json``.
-_COLUMNS: tuple[tuple[str, Any], ...] = (
-    ("scenario", lambda r, c: r["name"]),
-    ("sim s", lambda r, c: f"{r['sim_s']:g}"),
-    ("bottleneck\npkts", lambda r, c: count_text(r["bottleneck_packets"], c)),
-    ("events", lambda r, c: count_text(r["events"], c)),
-    ("wall s", lambda r, c: _wall_text(r["wall_s"])),
-    ("pkts/s", lambda r, c: rate_text(r["pkts_per_s"])),
-    ("hops/s", lambda r, c: rate_text(r["hops_per_s"])),
-    ("events/s", lambda r, c: rate_text(r["events_per_s"])),
-    ("range/s", lambda r, c: range_text(*((r["hops_per_s_min"], r["hops_per_s_max"]) if r["headline"] == "hops_per_s"
-                                          else (r["pkts_per_s_min"], r["pkts_per_s_max"])))),  # fmt: skip
-    ("peak RSS\nMB", lambda r, c: f"{r['peak_rss_mb']:.1f}"),
-    ("steal\n%", lambda r, c: "-" if r["steal_pct"] is None else f"{r['steal_pct']:.1f}"),
-)
-_LEAVE_OUT = ("steal\n%", "sim s", "peak RSS\nMB", "events", "wall s", "bottleneck\npkts", "range/s", "events/s")
-
-
-def _table(results: list[dict[str, Any]], title: str, width: int) -> Any:
-    """The results as a rich table at most ``width`` columns wide. No cell
-    wraps or is cut (rich would make "18,549,2…" of a rate in a narrow
-    console): where the whole table does not fit, counts turn compact
-    ("17.23 M"), then columns are left out, least telling first, and the
-    caption names them (``--json`` has every field)."""
-    from rich import box
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
-
-    ranges = any(r["repeat"] > 1 for r in results)  # one run has no range
-    cols = [c for c in _COLUMNS if ranges or c[0] != "range/s"]
-    probe = Console(width=10_000)
-    # Exact counts; compact counts; then one column fewer at a time.
-    tries = [(False, ()), *((True, _LEAVE_OUT[:i]) for i in range(len(_LEAVE_OUT) + 1))]
-    for compact, drops in tries:
-        shown = [c for c in cols if c[0] not in drops]
-        left_out = [c[0].replace("\n", " ") for c in cols if c not in shown]
-        notes = []
-        if ranges and any(c[0] == "range/s" for c in shown):
-            notes.append("range/s: fastest and slowest run of the headline rate (hops/s for fat trees, else pkts/s)")
-        if left_out:
-            notes.append(f"left out for width: {', '.join(left_out)} (--json has every field)")
-        t = Table(title=title, title_justify="left", caption="; ".join(notes) or None, caption_justify="left",
-                  box=box.HEAVY_HEAD)  # fmt: skip
-        for i, (head, _) in enumerate(shown):
-            t.add_column(head, justify="left" if i == 0 else "right", no_wrap=True)
-        for r in results:
-            t.add_row(*(cell(r, compact) for _, cell in shown))
-        if Measurement.get(probe, probe.options, t).maximum <= width:
-            return t
-    return t  # the scenario and its two rates alone: as narrow as it gets
-
-
 def cli_bench(args: argparse.Namespace) -> int:
     from aqmlab.console import consoles as _consoles
     from aqmlab.scenario import ScenarioError
@@ -543,7 +454,7 @@ def cli_bench(args: argparse.Namespace) -> int:
     rate = f", bottleneck {args.rate}" if args.rate else ""
     build = "profile-guided build" if results and results[0]["build"] == "pgo" else "build without PGO"
     hops = ", fat trees: hops/s is the headline" if any(r["headline"] == "hops_per_s" for r in results) else ""
-    out_c.print(_table(results, f"aqmlab bench (median of {repeat}, metrics {args.metrics}{rate}, {build}{hops})", out_c.width))
+    out_c.print(table(results, f"aqmlab bench (median of {repeat}, metrics {args.metrics}{rate}, {build}{hops})", out_c.width))
     return 0
 
 
