@@ -409,6 +409,8 @@ def check_options(names: list[str], duration: str | None, rate: str | None) -> N
                 _engine.validate(json.dumps(tree))
             except ValueError as e:
                 raise ValueError(_override_error(option, value, str(e))) from None
+        if duration is None or rate is None:
+            continue
         try:  # both together (no check of the engine's couples them today)
             _engine.validate(json.dumps(scenario(name, duration, rate=rate)))
         except ValueError as e:
