@@ -174,8 +174,8 @@ OPTION_CASES = [
     (["sweep", SWEEP, "--jobs", "-3"], "argument --jobs/-j: '-3'"),  # was taken as "every core"
     (["reproduce", "abe", "--jobs", "x"], "argument --jobs/-j: 'x'"),
     (["sweep", SWEEP, "--backend", "ray"], "argument --backend: invalid choice: 'ray'"),
-    (["bench", "--repeat", "0"], "--repeat: must be at least 1"),
-    (["bench", "--duration", "forever"], "duration: 'forever'"),
+    (["bench", "--repeat", "0"], "--repeat: '0' is too few (allowed: a whole number of runs per scenario, at least 1)"),
+    (["bench", "--duration", "forever"], "--duration: 'forever': unknown duration unit 'forever' (allowed: a positive"),
     (["bench", "--only", "Z"], "--only: unknown benchmark 'Z'"),
     (["reproduce", "nosuch"], "unknown experiment 'nosuch'"),
 ]

@@ -19,7 +19,9 @@ Fixed scenarios:
   one other host) plus an incast of 32 senders x 64 KB to a random host
   every 10 ms from 10 ms on; 100 ms (D) and 20 ms (D-1024) simulated.
   Their work is counted in packet-hops (``packet_hops``: data packets and
-  ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops).
+  ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops),
+  so their headline is ``hops_per_s`` (``headline`` in each result), also
+  in the progress lines ("D run 1/3: 9.274 M hops/s") and the table's range.
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -36,10 +38,16 @@ difference is reported as an error (the engine is deterministic).
 Repeats are interleaved (round 1 runs every scenario once, then round 2,
 ...), so a slow spell of a shared machine hits every scenario alike and
 ratios between scenarios stay meaningful. Each result also gives the range
-of its runs (``pkts_per_s_min``, ``pkts_per_s_max``) and, on Linux, the share
+of its runs (``pkts_per_s_min``, ``pkts_per_s_max``, ``hops_per_s_min``,
+``hops_per_s_max``) and, on Linux, the share
 of CPU time the hypervisor took from this machine while they ran
 (``steal_pct``, from ``/proc/stat``): a high share says the wall times are
 disturbed, not the engine slower.
+
+The overrides (``--duration``, ``--rate``, ``--repeat``) are checked against
+every selected scenario before anything runs, and a bad one is refused in
+the user's terms (option, value, what is allowed). A scenario that moved no
+packet (``--duration 1ns``) is kept, with a warning line.
 """
 
 from __future__ import annotations
@@ -47,11 +55,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 from typing import Any
 
-__all__ = ["METRICS", "SCENARIOS", "scenario", "run_child", "bench", "cli_bench"]
+from aqmlab.bench_table import rate_text, table
+
+__all__ = ["METRICS", "SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024")
 
@@ -113,7 +124,7 @@ def _fat_tree(k: int, duration: str) -> dict[str, Any]:
 def scenario(name: str, duration: str | None = None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
-    bottleneck rate (for scaling studies)."""
+    bottleneck rate (every link's rate in a fat tree; for scaling studies)."""
     if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000", "A-10-ack1", "A-100-ack1"):
         s = _dumbbell_a(int(name.split("-")[1]))
         s["name"] = f"bench-{name}"
@@ -128,15 +139,71 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         s = _fat_tree(16, "20ms")
     else:
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
-    if duration:
+    # `is not None`: an empty override is the engine's to refuse, not a
+    # silent "no override" (`--duration ""` used to run the full 10 s).
+    if duration is not None:
         s["duration"] = duration
-    if rate:
+    if rate is not None:
         if "bottleneck" in s:
             s["bottleneck"]["rate"] = rate
         else:
             s["topology"]["fat_tree"]["rate"] = rate
     s["metrics"] = _metrics(metrics)
     return s
+
+
+def headline(name: str) -> str:
+    """The work a benchmark's headline rate counts: ``"hops"`` (packet-hops,
+    ``hops_per_s``) for a topology with many queues (the fat trees), where
+    one packet crosses up to six; ``"pkts"`` (bottleneck packets,
+    ``pkts_per_s``) for a dumbbell."""
+    return "hops" if "topology" in scenario(name) else "pkts"
+
+
+def _time_text(text: str) -> str:
+    """'100000us' -> '100 ms': the definitions' durations, read by a person."""
+    m = re.fullmatch(r"([0-9.]+)(ns|us|ms|s)", text)
+    if not m:
+        return text
+    ns = float(m.group(1)) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(2)]
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns:g} ns"
+
+
+def describe(name: str) -> str:
+    """One line on a benchmark (topology, flows, CC, AQM, simulated time),
+    read from its scenario tree, so `--list` cannot drift from the
+    definitions."""
+    s = scenario(name)
+    ccs: dict[str, int] = {}
+    if "bottleneck" in s:
+        q = s["bottleneck"]
+        for f in s["flows"]:
+            ccs[f["cc"]] = ccs.get(f["cc"], 0) + f.get("count", 1)
+        rtts = sorted({f["rtt"] for f in s["flows"]}, key=lambda t: float(re.sub(r"[a-z]+$", "", t)))
+        rtt = _time_text(rtts[0]) if len(rtts) == 1 else f"{_time_text(rtts[0])} to {_time_text(rtts[-1])}"
+        total = sum(ccs.values())
+        mix = " + ".join(f"{n} {cc.upper()}" for cc, n in ccs.items())
+        parts = [f"dumbbell {q['rate']}", f"{total} flows ({mix})" if len(ccs) > 1 else f"{mix} flows",
+                 f"base RTT {rtt}"]  # fmt: skip
+    else:
+        q = s["topology"]["fat_tree"]
+        k = q["k"]
+        parts = [f"fat tree k={k} ({k**3 // 4} hosts, {5 * k * k // 4} switches), {q['rate']} links, "
+                 f"{_time_text(q['delay'])} per hop"]  # fmt: skip
+        for f in s["flows"]:
+            parts.append(f"{f['cc'].upper()} {f['pattern']} (every host sends to one other)")
+        for w in s.get("workloads", []):
+            parts.append(f"{w['kind']} of {w['senders']} x {w['size']['mean']} ({w['cc'].upper()}) every "
+                         f"{_time_text(w['every'])}")  # fmt: skip
+    aqm = f"AQM {q['aqm']}" + (f" (marks at {q['params']['threshold']})" if "threshold" in q.get("params", {}) else "")
+    per_port = " per port" if "topology" in s else ""
+    parts.append(aqm + (f", {q['buffer']} buffer{per_port}" if "buffer" in q else ""))
+    if s.get("tcp", {}).get("delayed_ack") is False:
+        parts.append("an ACK for every packet")
+    return f"{', '.join(parts)}; {_time_text(s['duration'])} simulated"
 
 
 def requirement(name: str) -> str | None:
@@ -223,13 +290,14 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
           log: Any = None, metrics: str = "default", rate: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Run the benchmarks; one result per scenario (median over ``repeat``,
     the repeats interleaved across scenarios). ``duration`` and ``rate``
-    override every scenario's length and bottleneck rate."""
+    override every scenario's length and bottleneck rate. A name given twice
+    runs ``repeat`` times and gives one result, like a name given once."""
     import statistics
 
     from aqmlab import _engine  # the children import this same build
 
     todo = []
-    for name in names or list(SCENARIOS):
+    for name in dict.fromkeys(names or SCENARIOS):  # duplicates dropped, order kept
         why = requirement(name)
         if why:
             if log:
@@ -237,23 +305,32 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
         else:
             todo.append(name)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in todo}
+    work = {name: headline(name) for name in todo}
     rounds = max(1, repeat)
     for i in range(rounds):
         for name in todo:
             r = _run_once(name, duration, metrics, rate)
             runs[name].append(r)
             if log:
-                pps = r["bottleneck_packets"] / r["wall_s"] if r["wall_s"] > 0 else float("nan")
-                log(f"{name} run {i + 1}/{rounds}: {pps / 1e6:.2f} M pkt/s")
+                # The headline's own rate: packet-hops for a fat tree (its
+                # bottleneck_packets are data packet-hops only).
+                count = r["packet_hops"] if work[name] == "hops" else r["bottleneck_packets"]
+                per_s = count / r["wall_s"] if r["wall_s"] > 0 and count is not None else None
+                log(f"{name} run {i + 1}/{rounds}: {rate_text(per_s)} {work[name]}/s")
     results = []
     for name in todo:
         rs = runs[name]
-        work = {(r["events"], r["bottleneck_packets"]) for r in rs}
-        if len(work) != 1:
-            raise RuntimeError(f"benchmark {name}: work counts differ across repeats {sorted(work)} (non-determinism)")
+        counts = {(r["events"], r["bottleneck_packets"], r.get("packet_hops")) for r in rs}
+        if len(counts) != 1:
+            raise RuntimeError(f"benchmark {name}: work counts differ across repeats {sorted(counts)} (non-determinism)")
         wall = statistics.median(r["wall_s"] for r in rs)
+        slowest, fastest = max(r["wall_s"] for r in rs), min(r["wall_s"] for r in rs)
         r0 = rs[0]
-        pkts = r0["bottleneck_packets"]
+        pkts, hops = r0["bottleneck_packets"], r0.get("packet_hops")
+
+        def per_s(count: int | None, wall_s: float) -> float | None:
+            return count / wall_s if count is not None and wall_s > 0 else None
+
         steal = [r["steal_pct"] for r in rs if r["steal_pct"] is not None]
         results.append({
             "name": name,
@@ -261,14 +338,17 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             "bottleneck_packets": pkts,
             "events": r0["events"],
             "wall_s": wall,
-            "pkts_per_s": pkts / wall if wall > 0 else None,
-            "events_per_s": r0["events"] / wall if wall > 0 else None,
-            "packet_hops": r0.get("packet_hops"),
-            "hops_per_s": r0["packet_hops"] / wall if wall > 0 and r0.get("packet_hops") else None,
-            "events_per_hop": r0["events"] / r0["packet_hops"] if r0.get("packet_hops") else None,
+            "pkts_per_s": per_s(pkts, wall),
+            "events_per_s": per_s(r0["events"], wall),
+            "packet_hops": hops,
+            "hops_per_s": per_s(hops, wall),
+            "events_per_hop": r0["events"] / hops if hops else None,
             "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
-            "pkts_per_s_min": pkts / max(r["wall_s"] for r in rs) if wall > 0 else None,
-            "pkts_per_s_max": pkts / min(r["wall_s"] for r in rs) if min(r["wall_s"] for r in rs) > 0 else None,
+            "pkts_per_s_min": per_s(pkts, slowest),
+            "pkts_per_s_max": per_s(pkts, fastest),
+            "hops_per_s_min": per_s(hops, slowest),
+            "hops_per_s_max": per_s(hops, fastest),
+            "headline": f"{work[name]}_per_s",
             "steal_pct": statistics.median(steal) if steal else None,
             "repeat": len(rs),
             "metrics": metrics,
@@ -277,57 +357,106 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
     return results
 
 
-def cli_bench(args: argparse.Namespace) -> int:
-    from rich.table import Table
+#: Units the engine reads, for the "allowed" part of an override's error
+#: when the engine's own message does not list them (e.g. "must be positive").
+_UNITS = {"--duration": "ns, us, µs, ms, s, min", "--rate": "bps, kbps, Kbps, Mbps, Gbps, Tbps"}
+_EXAMPLE = {"--duration": ("simulated time", "2ms"), "--rate": ("rate", "100Gbps")}
 
+
+def _override_error(option: str, value: str, engine_msg: str) -> str:
+    """The engine's "topology.fat_tree.rate: '-5Gbps': a rate cannot be
+    negative" in the user's terms: "--rate: '-5Gbps': a rate cannot be
+    negative (allowed: a positive rate in bps, ..., e.g. 100Gbps)"."""
+    rest = engine_msg.split(": ", 1)[1] if ": " in engine_msg else engine_msg  # drop the engine's key path
+    units = _UNITS[option]
+    m = re.search(r"\s*\((?:allowed|units): ([^)]*)\)\s*$", rest)
+    if m:
+        units, rest = m.group(1), rest[: m.start()]
+    rest = re.sub(r",\s*e\.g\. '[^']*'$", "", rest)  # the example comes with "allowed"
+    # "'5' needs a unit" reads on after the value; "must be positive" after a colon.
+    sep = ": "
+    for given, after in ((f"'{value}': ", ": "), (f"'{value}' ", " ")):
+        if rest.startswith(given):
+            rest, sep = rest[len(given) :], after
+            break
+    what, example = _EXAMPLE[option]
+    return f"{option}: '{value}'{sep}{rest} (allowed: a positive {what} in {units}, e.g. {example})"
+
+
+def _repeat(text: str) -> int:
+    allowed = "(allowed: a whole number of runs per scenario, at least 1)"
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"--repeat: '{text}' is not a whole number {allowed}") from None
+    if n < 1:
+        raise ValueError(f"--repeat: '{text}' is too few {allowed}")
+    return n
+
+
+def check_options(names: list[str], duration: str | None, rate: str | None) -> None:
+    """Every override checked against every selected scenario before anything
+    runs (a fat tree's --rate is its links' rate, a dumbbell's its
+    bottleneck's): ValueError with one line in the options' terms."""
+    from aqmlab import _engine
+
+    for name in names:
+        for option, value, tree in (("--duration", duration, scenario(name, duration=duration)),
+                                    ("--rate", rate, scenario(name, rate=rate))):  # fmt: skip
+            if value is None:
+                continue
+            try:
+                _engine.validate(json.dumps(tree))
+            except ValueError as e:
+                raise ValueError(_override_error(option, value, str(e))) from None
+        if duration is None or rate is None:
+            continue
+        try:  # both together (no check of the engine's couples them today)
+            _engine.validate(json.dumps(scenario(name, duration, rate=rate)))
+        except ValueError as e:
+            raise ValueError(f"benchmark {name} with --duration {duration} --rate {rate}: {e}") from None
+
+
+def cli_bench(args: argparse.Namespace) -> int:
     from aqmlab.console import consoles as _consoles
     from aqmlab.scenario import ScenarioError
 
     out_c, err_c = _consoles()
     if args.list:
+        width = max(len(n) for n in SCENARIOS)
         for n in SCENARIOS:
             why = requirement(n)
-            print(f"{n}{'' if why is None else f'  (skipped: {why})'}")
+            print(f"{n:<{width}}  {describe(n)}{'' if why is None else f'  (skipped: {why})'}")
         return 0
-    names = args.only or list(SCENARIOS)
+    names = list(dict.fromkeys(args.only or SCENARIOS))  # --only A-10 --only A-10 runs A-10 once
     for n in names:
         if n not in SCENARIOS:
-            raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(SCENARIOS)})")
-    if args.repeat < 1:
-        raise ScenarioError("--repeat: must be at least 1")
-    if args.duration or args.rate:
-        from aqmlab import _engine
-
-        # A bad override fails here, once: "duration: ..." or "--rate: bottleneck.rate: ...".
-        _engine.validate(json.dumps(scenario("A-10", args.duration)))
-        try:
-            _engine.validate(json.dumps(scenario("A-10", rate=args.rate)))
-        except ValueError as e:
-            raise ScenarioError(f"--rate: {e}") from None
+            raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(SCENARIOS)}; --list describes them)")
+    try:
+        repeat = _repeat(str(args.repeat))
+        check_options([n for n in names if requirement(n) is None], args.duration, args.rate)
+    except ValueError as e:
+        raise ScenarioError(str(e)) from None
 
     def log(msg: str) -> None:
         if not getattr(args, "quiet", False):
             err_c.print(msg, markup=False)
 
-    results = bench(names, args.repeat, args.duration, log, args.metrics, args.rate)
+    results = bench(names, repeat, args.duration, log, args.metrics, args.rate)
+    for r in results:
+        # Rates of 0 are true but tell nothing: say why, even under -q.
+        moved = r["packet_hops"] if r["headline"] == "hops_per_s" else r["bottleneck_packets"]
+        if not moved:
+            what = "no packet left any queue" if r["headline"] == "hops_per_s" else "no packet crossed the bottleneck"
+            sys.stderr.write(f"aqmlab: warning: {r['name']}: {what} in {r['sim_s']:g} s simulated, so its rates are 0 "
+                             "(give a longer --duration or a higher --rate)\n")  # fmt: skip
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     rate = f", bottleneck {args.rate}" if args.rate else ""
     build = "profile-guided build" if results and results[0]["build"] == "pgo" else "build without PGO"
-    t = Table(title=f"aqmlab bench (median of {args.repeat}, metrics {args.metrics}{rate}, {build})",
-              title_justify="left")  # fmt: skip
-    heads = ("scenario", "sim s", "bottleneck pkts", "events", "wall s", "pkts/s", "events/s", "hops/s", "peak RSS MB",
-             "pkts/s range", "steal %")  # fmt: skip
-    for h in heads:
-        t.add_column(h, justify="left" if h == "scenario" else "right")
-    for r in results:
-        spread = f"{r['pkts_per_s_min'] / 1e6:.2f}-{r['pkts_per_s_max'] / 1e6:.2f} M" if r["pkts_per_s_max"] else "-"
-        steal = "-" if r["steal_pct"] is None else f"{r['steal_pct']:.1f}"
-        t.add_row(r["name"], f"{r['sim_s']:g}", f"{r['bottleneck_packets']:,}", f"{r['events']:,}", f"{r['wall_s']:.3f}",
-                  f"{r['pkts_per_s']:,.0f}", f"{r['events_per_s']:,.0f}", f"{r['hops_per_s']:,.0f}" if r["hops_per_s"] else "-",
-                  f"{r['peak_rss_mb']:.1f}", spread, steal)  # fmt: skip
-    out_c.print(t)
+    hops = ", fat trees: hops/s is the headline" if any(r["headline"] == "hops_per_s" for r in results) else ""
+    out_c.print(table(results, f"aqmlab bench (median of {repeat}, metrics {args.metrics}{rate}, {build}{hops})", out_c.width))
     return 0
 
 

@@ -7,7 +7,7 @@
     aqmlab validate SCENARIO.toml             check it, run nothing
     aqmlab sweep SWEEP.toml [--jobs N]        grids × seeds, cached, resumable
     aqmlab reproduce NAME | --list            the seed papers' experiments
-    aqmlab bench [--json]                     performance benchmark
+    aqmlab bench [--json] [--only NAME ...]   performance benchmark (--list: the scenarios)
     aqmlab registry                           AQMs and CCs with their defaults
     aqmlab validation [--quick] [--out DIR]   models against laws, themselves, ns-3
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -67,8 +68,37 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+#: Options of `aqmlab bench` whose value may start with '-' (a negative
+#: duration, rate or count): argparse would take "-1s" for an option and say
+#: only "expected one argument".
+_DASH_VALUE_OPTIONS = {"bench": ("--duration", "--rate", "--repeat")}
+
+
+def _dash_values(argv: list[str]) -> list[str]:
+    """`aqmlab bench --duration -1s` as `--duration=-1s`, so the value reaches
+    the check that says what is allowed. Only a value that looks like a
+    number ('-' then a digit or '.') is joined: `--rate --json` stays an
+    error about the missing value."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    options = _DASH_VALUE_OPTIONS.get(command or "", ())
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            out += argv[i:]
+            break
+        if a in options and i + 1 < len(argv) and re.match(r"-[0-9.]", argv[i + 1]):
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from aqmlab.bench import METRICS  # standard library only: cheap at start-up
+    from aqmlab.bench import METRICS, SCENARIOS  # standard library only: cheap at start-up
 
     p = _Parser(prog="aqmlab", description="Packet-level AQM and congestion-control experiments.")
     p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
@@ -156,15 +186,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_plot_options(rp)
     rp.set_defaults(func=cmd_reproduce)
 
-    b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)")
+    b = sub.add_parser("bench", help="performance benchmark (packets per wall-second)",
+                       description=f"Run fixed benchmark scenarios ({', '.join(SCENARIOS)}), each in a fresh "
+                       "process, and print simulated packets (packet-hops for the fat trees D, D-1024) per "
+                       "wall-second. 'aqmlab bench --list' describes each scenario.")  # fmt: skip
     b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-    b.add_argument("--only", action="append", metavar="NAME", help="run only this scenario (repeatable)")
-    b.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median is reported")
-    b.add_argument("--duration", help="override the simulated duration (smoke tests; not comparable)")
-    b.add_argument("--rate", help="override the bottleneck rate, e.g. 100Gbps (scaling studies; not comparable)")
+    b.add_argument("--only", action="extend", nargs="+", metavar="NAME",
+                   help="run only these scenarios (one or more names; repeatable; see --list)")  # fmt: skip
+    b.add_argument("--repeat", default="1", metavar="N", help="runs per scenario, at least 1; the median is reported")
+    b.add_argument("--duration", metavar="D", help="override the simulated duration, e.g. 2ms (smoke tests; not comparable)")
+    b.add_argument("--rate", metavar="R", help="override the bottleneck rate (a fat tree's link rate), e.g. 100Gbps "
+                   "(scaling studies; not comparable)")  # fmt: skip
     b.add_argument("--metrics", default="default", choices=METRICS,
                    help="metric set: default (histograms, counters), off (counters only), samples (+ every sojourn)")  # fmt: skip
-    b.add_argument("--list", action="store_true", help="list the scenarios")
+    b.add_argument("--list", action="store_true", help="list the scenarios, one line each (topology, flows, AQM, time)")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr (the table or JSON only)")
     b.set_defaults(func=cmd_bench)
 
@@ -185,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The CLI only writes image files: no display backend. Set for this
     # process only, and never by the library (notebooks keep inline figures).
     os.environ.setdefault("MPLBACKEND", "Agg")
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_dash_values(list(sys.argv[1:] if argv is None else argv)))
     debug = bool(os.environ.get("AQMLAB_DEBUG"))
     try:
         return int(args.func(args))
