@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--only", action="extend", nargs="+", metavar="NAME",
                    help="run only these scenarios (one or more names; repeatable; see --list)")  # fmt: skip
     b.add_argument("--repeat", default="1", metavar="N", help="runs per scenario, at least 1; the median is reported")
-    b.add_argument("--duration", metavar="D", help="override the simulated duration, e.g. 2ms (smoke tests; not comparable)")
+    b.add_argument("--duration", metavar="D", help="override the simulated duration, e.g. 2ms (figures then not comparable with the standard lengths)")
     b.add_argument("--rate", metavar="R", help="override the bottleneck rate (a fat tree's link rate), e.g. 100Gbps "
                    "(scaling studies; not comparable)")  # fmt: skip
     b.add_argument("--metrics", default="default", choices=METRICS,
