@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import aqmlab
-from aqmlab.bench import SCENARIOS, scenario
+from aqmlab.bench import SCENARIOS, headline, scenario
 from aqmlab.scenario import validate
 from conftest import cli
 
@@ -37,10 +37,14 @@ def test_every_bench_scenario_matches_its_definition() -> None:
     for name in SCENARIOS:
         s = scenario(name)
         assert s["metrics"]["timeseries"] is False
+        assert headline(name) == ("hops" if name.startswith("D") else "pkts")
         if name.startswith("D"):
             n = validate(s)
             ft = n["topology"]["fat_tree"]
-            assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (8 if name == "D" else 16, "10Gbps", "1us", "step")
+            k = 16 if name.startswith("D-1024") else 8
+            assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (k, "10Gbps", "1us", "step")
+            assert n["duration"] == ("20ms" if k == 16 else "100ms")
+            assert n["tcp"]["delayed_ack"] is (not name.endswith("-ack1"))
             assert ft["params"]["threshold"] == "65pkt" and ft["buffer"] == "250pkt"
             assert n["flows"][0]["pattern"] == "permutation" and n["flows"][0]["cc"] == "dctcp"
             w = n["workloads"][0]
@@ -134,3 +138,30 @@ def test_fat_tree_bench_reports_packet_hops(tmp_path: Path) -> None:
     assert 0 < r["bottleneck_packets"] < r["packet_hops"]
     assert r["hops_per_s"] == r["packet_hops"] / r["wall_s"]
     assert r["events_per_hop"] == r["events"] / r["packet_hops"]
+
+
+def test_every_ack1_scenario_is_its_base_with_delayed_acks_off() -> None:
+    """A-10-ack1 ... D-1024-ack1 are derived from A-10 ... D-1024, not written
+    a second time: the trees differ in the one key (and the name)."""
+    ack1 = [n for n in SCENARIOS if n.endswith("-ack1")]
+    assert ack1 == ["A-10-ack1", "A-100-ack1", "D-ack1", "D-1024-ack1"]
+    for name in ack1:
+        s, base = scenario(name), scenario(name.removesuffix("-ack1"))
+        assert s["tcp"].pop("delayed_ack") is False and "delayed_ack" not in base["tcp"]
+        assert s.pop("name") == base.pop("name") + "-ack1"
+        assert s == base, name
+
+
+def test_fat_tree_ack1_sends_an_ack_for_every_data_packet(tmp_path: Path) -> None:
+    """D's receivers delay ACKs (RFC 5681 §4.2: at least one ACK for every
+    second full-sized segment), so D's ACK packet-hops are about half its data
+    packet-hops; D-ack1's about as many. A data packet and its ACK cross
+    paths of the same length (a fat tree's paths between two hosts are),
+    so ACK hops / data hops is ACKs / data packets, less the data still in
+    flight when the run stops: a few per cent of 2 ms of traffic."""
+    rows = {r["name"]: r for r in _bench_json(tmp_path, "--only", "D", "D-ack1", "--duration", "2ms", "-q")}
+    per_data = {n: (r["packet_hops"] - r["bottleneck_packets"]) / r["bottleneck_packets"] for n, r in rows.items()}
+    assert 0.9 < per_data["D-ack1"] <= 1.0, per_data
+    assert per_data["D"] < 0.55, per_data  # 0.5, plus the ACKs sent at once (out of order, CE changes)
+    for r in rows.values():  # a fat tree's headline and range: packet-hops
+        assert r["headline"] == "hops_per_s" and r["hops_per_s_min"] <= r["hops_per_s"] <= r["hops_per_s_max"]

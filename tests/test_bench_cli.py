@@ -47,6 +47,8 @@ def _error_line(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
     # D's --rate is its links' rate (topology.fat_tree.rate), checked for D itself.
     (["--only", "D", "--rate", "0bps"], f"--rate: '0bps': must be positive {RATE}"),
     (["--only", "D", "--rate", "10Gbs"], f"--rate: '10Gbs': unknown rate unit 'Gbs' {RATE}"),
+    (["--only", "D-1024-ack1", "--rate", "0bps"], f"--rate: '0bps': must be positive {RATE}"),
+    (["--only", "D-ack1", "--duration", "0s"], f"--duration: '0s': must be positive {DURATION}"),
 ])  # fmt: skip
 def test_a_bad_value_is_one_line_with_option_value_and_allowed(args: list[str], expected: str,
                                                                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
@@ -153,6 +155,11 @@ def test_list_describes_every_scenario_from_its_definition(capsys: pytest.Captur
     assert "an ACK for every packet" in by_name["A-10-ack1"] and "ACK" not in by_name["A-10"]
     assert "fat tree k=16 (1024 hosts, 320 switches), 10Gbps links" in by_name["D-1024"]
     assert "20 ms simulated" in by_name["D-1024"]
+    for name in ("D-ack1", "D-1024-ack1"):  # the fat trees' equal-work pair, after D-1024
+        assert by_name[name].endswith(by_name[name.removesuffix("-ack1")].split("; ")[-1])
+        assert describe(name) == describe(name.removesuffix("-ack1")).replace("; ", ", an ACK for every packet; ")
+        assert "ACK" not in by_name[name.removesuffix("-ack1")]
+    assert list(SCENARIOS[SCENARIOS.index("D-1024"):]) == ["D-1024", "D-ack1", "D-1024-ack1"]
     for name in SCENARIOS:  # read from the tree, not a second list
         assert f"AQM {(scenario(name).get('bottleneck') or scenario(name)['topology']['fat_tree'])['aqm']}" in describe(name)
 

@@ -22,6 +22,9 @@ Fixed scenarios:
   ACKs leaving any queue; ``bottleneck_packets`` counts data packet-hops),
   so their headline is ``hops_per_s`` (``headline`` in each result), also
   in the progress lines ("D run 1/3: 9.274 M hops/s") and the table's range.
+* D-ack1, D-1024-ack1: D and D-1024 with an ACK for every data packet
+  (``tcp.delayed_ack = false``), as htsim's sink: the equal-work comparison
+  with htsim's fat tree (docs/performance.md, "htsim's fat tree").
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -64,7 +67,8 @@ from aqmlab.bench_table import rate_text, table
 
 __all__ = ["METRICS", "SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
-SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024")
+SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
+             "D-1024-ack1")  # fmt: skip
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -125,20 +129,24 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
     bottleneck rate (every link's rate in a fat tree; for scaling studies)."""
-    if name in ("A-10", "A-100", "C-10", "C-1000", "C-10000", "A-10-ack1", "A-100-ack1"):
-        s = _dumbbell_a(int(name.split("-")[1]))
-        s["name"] = f"bench-{name}"
-        if name.endswith("-ack1"):
-            # An ACK for every data packet (RFC 5681 delayed ACKs off), as htsim's TcpSink.
-            s["tcp"]["delayed_ack"] = False
-    elif name == "B":
-        s = _b()
-    elif name == "D":
-        s = _fat_tree(8, "100ms")
-    elif name == "D-1024":
-        s = _fat_tree(16, "20ms")
-    else:
+    if name not in SCENARIOS:
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
+    # An "-ack1" scenario is its base scenario's tree with one change, so the
+    # two cannot drift apart.
+    base = name.removesuffix("-ack1")
+    if base in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
+        s = _dumbbell_a(int(base.split("-")[1]))
+        s["name"] = f"bench-{base}"
+    elif base == "B":
+        s = _b()
+    elif base == "D":
+        s = _fat_tree(8, "100ms")
+    else:  # D-1024
+        s = _fat_tree(16, "20ms")
+    if name != base:
+        # An ACK for every data packet (RFC 5681 delayed ACKs off), as htsim's TcpSink.
+        s["tcp"]["delayed_ack"] = False
+        s["name"] += "-ack1"
     # `is not None`: an empty override is the engine's to refuse, not a
     # silent "no override" (`--duration ""` used to run the full 10 s).
     if duration is not None:
