@@ -66,10 +66,14 @@ def htsim_d_stderr(k: int, rate: float, hops: int = 57_742_839) -> str:
 
 #: Per round: aqmlab's and htsim's rates (M per wall-second).
 ROUND = {"A-10": 20.0, "A-10-ack1": 16.0, "A-100": 18.0, "A-100-ack1": 15.0, "htsim A-10": 8.0,
-         "htsim A-100": 7.5, "D": 10.0, "htsim D": 4.0, "D-1024": 7.0, "htsim D-1024": 1.5}  # fmt: skip
+         "htsim A-100": 7.5, "D": 10.0, "D-ack1": 8.0, "htsim D": 4.0, "D-1024": 7.0, "D-1024-ack1": 5.0,
+         "htsim D-1024": 1.5}  # fmt: skip
 
 
-def write_round(out: Path, r: int, rates: dict[str, float], groups: tuple[str, ...] = ("A", "D", "D-1024")) -> None:
+def write_round(out: Path, r: int, rates: dict[str, float], groups: tuple[str, ...] = ("A", "D", "D-1024"),
+                ack1: bool = True) -> None:  # fmt: skip
+    """One round's files; ``ack1=False``: as compare.py wrote them before it
+    ran D-ack1 and D-1024-ack1."""
     M = 1e6
     out.mkdir(parents=True, exist_ok=True)
     if "A" in groups:
@@ -80,9 +84,14 @@ def write_round(out: Path, r: int, rates: dict[str, float], groups: tuple[str, .
     if "D" in groups:
         (out / f"aqD_{r}.json").write_text(json.dumps([bench_row("D", rates["D"] * M, 45_080_118, 71.3)]))
         (out / f"hD_{r}.err").write_text(htsim_d_stderr(8, rates["htsim D"] * M))
+        if ack1:
+            (out / f"aqDack1_{r}.json").write_text(json.dumps([bench_row("D-ack1", rates["D-ack1"] * M, 61_000_000, 75.0)]))
     if "D-1024" in groups:
         (out / f"aqD1024_{r}.json").write_text(json.dumps([bench_row("D-1024", rates["D-1024"] * M, 64_667_084, 224.0)]))
         (out / f"hD1024_{r}.err").write_text(htsim_d_stderr(16, rates["htsim D-1024"] * M, 84_136_435))
+        if ack1:
+            rows = [bench_row("D-1024-ack1", rates["D-1024-ack1"] * M, 85_000_000, 230.0)]
+            (out / f"aqD1024ack1_{r}.json").write_text(json.dumps(rows))
 
 
 def target(summary: dict[str, Any], ratio: str) -> dict[str, Any]:
@@ -142,6 +151,36 @@ def test_issue_22_targets_and_ratios_from_a_full_round(tmp_path: Path) -> None:
     assert s["counts"]["htsim D"] == [57_742_839] and s["counts"]["htsim A-100"] == [8_333_347]
     assert s["memory_mb"]["D-1024"]["median"] == 224.0
     assert s["aqmlab_build"] == ["pgo"]
+    # The fat trees at equal work (an ACK per packet in both): measured, not targets.
+    assert s["ratios"]["D-ack1 / htsim D"]["per_round"] == pytest.approx([8 / 4])
+    assert s["ratios"]["D-1024-ack1 / htsim D-1024"]["per_round"] == pytest.approx([5 / 1.5])
+    assert not {t["ratio"] for t in s["targets"]} & {"D-ack1 / htsim D", "D-1024-ack1 / htsim D-1024"}
+    assert s["memory_mb"]["D-1024-ack1"]["median"] == 230.0 and s["counts"]["D-ack1"] == [61_000_000]
+    assert s["ratios_not_measured"] == {}
+
+
+def test_an_older_directory_without_the_ack1_runs_shows_them_not_measured(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """A directory written before compare.py ran D-ack1 and D-1024-ack1 is
+    still summarised: their ratios are not measured, the rest as before."""
+    for r in (1, 2):
+        write_round(tmp_path, r, ROUND, ack1=False)
+    assert compare.main(["--summarize", str(tmp_path)]) == 0
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert "D-ack1" not in s["rates"] and "D-1024-ack1" not in s["memory_mb"]
+    assert set(s["ratios_not_measured"]) == {"D-ack1 / htsim D", "D-1024-ack1 / htsim D-1024"}
+    assert s["ratios_not_measured"]["D-ack1 / htsim D"].startswith("not measured (no aqDack1_1.json")
+    assert s["ratios"]["D / htsim D"]["per_round"] == pytest.approx([2.5, 2.5])
+    assert target(s, "D / D-1024")["status"] == "not met, 0 of 2"
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "D-1024-ack1 / htsim D-1024" in printed and "not measured" in printed
+
+
+def test_ack1_runs_in_round_1_are_required_in_every_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_round(tmp_path, 1, ROUND)
+    write_round(tmp_path, 2, ROUND, ack1=False)
+    assert compare.main(["--summarize", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"compare: {tmp_path / 'aqDack1_2.json'}: missing\n"
 
 
 def test_a_part_leaves_the_other_targets_not_measured(tmp_path: Path) -> None:
@@ -202,7 +241,8 @@ def stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     _script(bin_dir / "htsim_a", f"sys.stdout.write({a_out!r}[int(sys.argv[1])])")
     d_err = {8: htsim_d_stderr(8, 4e6), 16: htsim_d_stderr(16, 1.5e6, 84_136_435)}
     _script(bin_dir / "htsim_d", f"sys.stderr.write({d_err!r}[int(sys.argv[1])])")
-    rows = {n: bench_row(n, ROUND[n] * 1e6) for n in ("A-10", "A-10-ack1", "A-100", "A-100-ack1", "D", "D-1024")}
+    names = ("A-10", "A-10-ack1", "A-100", "A-100-ack1", "D", "D-ack1", "D-1024", "D-1024-ack1")
+    rows = {n: bench_row(n, ROUND[n] * 1e6) for n in names}
     fake_bench = tmp_path / "fake_bench.py"
     _script(fake_bench, f"rows = {rows!r}\nprint(json.dumps([rows[n] for n in sys.argv[1:]]))")
     real = compare._command
@@ -222,16 +262,21 @@ def test_compare_runs_the_rounds_in_order_and_keeps_every_output(tmp_path: Path,
     assert target(summary, "A-10 / htsim A-10")["status"] == "met, 2 of 2"
     assert target(summary, "D / D-1024")["status"] == "not met, 0 of 2"
     for r in (1, 2):
-        for name in ("aqA", "hA10", "hA100", "aqD", "hD", "aqD1024", "hD1024"):
+        for name in ("aqA", "hA10", "hA100", "aqD", "aqDack1", "hD", "aqD1024", "aqD1024ack1", "hD1024"):
             assert list(out.glob(f"{name}_{r}.*")), f"{name}_{r} kept"
     log = (out / "log.txt").read_text()
     stdouts = [line.split()[-3] for line in log.splitlines() if " 2> " in line]
-    runs = (("aqA", "json"), ("hA10", "out"), ("hA100", "out"), ("aqD", "json"), ("hD", "out"), ("aqD1024", "json"),
-            ("hD1024", "out"))  # fmt: skip
+    runs = (("aqA", "json"), ("hA10", "out"), ("hA100", "out"), ("aqD", "json"), ("aqDack1", "json"), ("hD", "out"),
+            ("aqD1024", "json"), ("aqD1024ack1", "json"), ("hD1024", "out"))  # fmt: skip
     assert stdouts == [f"{stem}_{r}.{ext}" for r in (1, 2) for stem, ext in runs]
     assert "round 2 end" in log
     printed = capsys.readouterr().out
     assert "not met, 0 of 2" in printed and "A-10-ack1 ≥ 2 × htsim A-10" in printed
+    assert "D-ack1 / htsim D" in printed and "D-1024-ack1 / htsim D-1024" in printed
+    assert summary["ratios"]["D-ack1 / htsim D"]["per_round"] == pytest.approx([2.0, 2.0])
+    run = {r.stem: r for r in S.RUNS}
+    for stem, name in (("aqDack1", "D-ack1"), ("aqD1024ack1", "D-1024-ack1")):  # what the real command runs
+        assert compare._command(run[stem], stand_ins)[-5:] == ["bench", "--only", name, "--json", "-q"]
 
 
 def test_compare_stops_at_a_failing_run_with_one_line(tmp_path: Path, stand_ins: Path, capsys: pytest.CaptureFixture[str]) -> None:

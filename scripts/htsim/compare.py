@@ -7,7 +7,10 @@
 Each round runs, one after the other on one core (``taskset -c CPU`` when
 taskset is there, else the process's CPU affinity): ``aqmlab bench`` on A-10,
 A-10-ack1, A-100, A-100-ack1; htsim's A with 10 and 100 flows; ``aqmlab bench
---only D``; htsim's D; ``aqmlab bench --only D-1024``; htsim's D-1024.
+--only D``, ``--only D-ack1``; htsim's D; ``aqmlab bench --only D-1024``,
+``--only D-1024-ack1``; htsim's D-1024. (The ack1 runs ACK every packet, as
+htsim's sink: ``D-ack1 / htsim D`` and ``D-1024-ack1 / htsim D-1024`` are
+the equal-work ratios on the fat trees, reported but not among the targets.)
 ``--only A`` (or D, D-1024; repeatable) runs a part. Every raw output stays in
 the output directory (log.txt has each run's command line, times and load);
 summary.json there holds the medians, ranges, ratios of pairs within a round
@@ -194,6 +197,8 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
         ratios.add_column(h, justify="left" if h == "ratio" else "right")
     for name, v in summary["ratios"].items():
         ratios.add_row(name, _x(v["median"]), f"{_x(v['min'])}–{_x(v['max'])}", ", ".join(_x(x) for x in v["per_round"]))
+    for name, why in summary.get("ratios_not_measured", {}).items():
+        ratios.add_row(name, "", "", why)
     con.print(ratios)
     targets = Table(title="Issue 22's targets, judged per round (met only if every round meets it)",
                     title_justify="left")  # fmt: skip

@@ -10,9 +10,16 @@ compare.py writes):
     hA10_r.out      htsim_a 10 10 (stdout: htsim's messages, then one JSON line)
     hA100_r.out     htsim_a 100 10
     aqD_r.json      aqmlab bench --only D --json
+    aqDack1_r.json  aqmlab bench --only D-ack1 --json
     hD_r.err        htsim_d 8 100 1 1 (stderr: unfinished incast flows, then one JSON line)
     aqD1024_r.json  aqmlab bench --only D-1024 --json
+    aqD1024ack1_r.json  aqmlab bench --only D-1024-ack1 --json
     hD1024_r.err    htsim_d 16 20 1 1
+
+The two ack1 runs (D and D-1024 with an ACK for every packet, the work
+htsim's sink does) came later than the others: a directory written before
+them has none, and its summary shows their ratios as not measured. A
+directory that has them in round 1 must have them in every round.
 
 Ratios are ratios of pairs: aqmlab's rate over htsim's in the same round,
 then the median over rounds (not a ratio of the medians), so that drift of
@@ -37,6 +44,7 @@ class Run:
     group: str
     label: str  # as printed
     htsim: bool
+    optional: bool = False  # absent from directories written before it was added
 
 
 RUNS = (
@@ -44,13 +52,16 @@ RUNS = (
     Run("hA10", "A", "htsim A, 10 flows", True),
     Run("hA100", "A", "htsim A, 100 flows", True),
     Run("aqD", "D", "aqmlab bench D", False),
+    Run("aqDack1", "D", "aqmlab bench D-ack1", False, optional=True),
     Run("hD", "D", "htsim D (k = 8, 100 ms)", True),
     Run("aqD1024", "D-1024", "aqmlab bench D-1024", False),
+    Run("aqD1024ack1", "D-1024", "aqmlab bench D-1024-ack1", False, optional=True),
     Run("hD1024", "D-1024", "htsim D-1024 (k = 16, 20 ms)", True),
 )
 
 #: The aqmlab benchmarks each aqmlab run must report.
-BENCH_NAMES = {"aqA": ("A-10", "A-10-ack1", "A-100", "A-100-ack1"), "aqD": ("D",), "aqD1024": ("D-1024",)}
+BENCH_NAMES = {"aqA": ("A-10", "A-10-ack1", "A-100", "A-100-ack1"), "aqD": ("D",), "aqDack1": ("D-ack1",),
+               "aqD1024": ("D-1024",), "aqD1024ack1": ("D-1024-ack1",)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -75,22 +86,30 @@ RATES = (
     Rate("htsim A-10", "A", "hA10", None, "pkts_per_s", "pkts", "packets/s"),
     Rate("htsim A-100", "A", "hA100", None, "pkts_per_s", "pkts", "packets/s"),
     Rate("D", "D", "aqD", "D", "hops_per_s", "packet_hops", "packet-hops/s"),
+    Rate("D-ack1", "D", "aqDack1", "D-ack1", "hops_per_s", "packet_hops", "packet-hops/s"),
     Rate("htsim D", "D", "hD", None, "hops_per_s", "packet_hops", "packet-hops/s"),
     Rate("D-1024", "D-1024", "aqD1024", "D-1024", "hops_per_s", "packet_hops", "packet-hops/s"),
+    Rate("D-1024-ack1", "D-1024", "aqD1024ack1", "D-1024-ack1", "hops_per_s", "packet_hops", "packet-hops/s"),
     Rate("htsim D-1024", "D-1024", "hD1024", None, "hops_per_s", "packet_hops", "packet-hops/s"),
 )
 
 #: aqmlab's peak RSS (the benchmark child's own peak, Python included).
-MEMORY = (("D", "aqD", "D"), ("D-1024", "aqD1024", "D-1024"))
+MEMORY = (("D", "aqD", "D"), ("D-ack1", "aqDack1", "D-ack1"), ("D-1024", "aqD1024", "D-1024"),
+          ("D-1024-ack1", "aqD1024ack1", "D-1024-ack1"))  # fmt: skip
 
-#: Ratios within a round: (name, numerator rate, denominator rate).
+#: Ratios within a round: (name, numerator rate, denominator rate). The
+#: two "-ack1 / htsim" ratios of the fat trees are the equal-work
+#: comparison there (both simulators ACK every packet); they are
+#: measurements, not issue 22's targets.
 RATIOS = (
     ("A-10 / htsim A-10", "A-10", "htsim A-10"),
     ("A-10-ack1 / htsim A-10", "A-10-ack1", "htsim A-10"),
     ("A-100 / htsim A-100", "A-100", "htsim A-100"),
     ("A-100-ack1 / htsim A-100", "A-100-ack1", "htsim A-100"),
     ("D / htsim D", "D", "htsim D"),
+    ("D-ack1 / htsim D", "D-ack1", "htsim D"),
     ("D-1024 / htsim D-1024", "D-1024", "htsim D-1024"),
+    ("D-1024-ack1 / htsim D-1024", "D-1024-ack1", "htsim D-1024"),
     ("A-10 / D", "A-10", "D"),
     ("D / D-1024", "D", "D-1024"),
 )
@@ -168,16 +187,17 @@ def _number(d: dict[str, Any], key: str, path: Path) -> float:
     return float(v)
 
 
-def read_round(out: Path, r: int, groups: tuple[str, ...]) -> dict[str, Any]:
-    """One round's rates, counts and memory, from its raw files."""
+def read_round(out: Path, r: int, groups: tuple[str, ...], absent: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """One round's rates, counts and memory, from its raw files; the
+    optional runs in ``absent`` (stems) are not read."""
     parsed: dict[str, Any] = {}
     for run in RUNS:
-        if run.group in groups:
+        if run.group in groups and run.stem not in absent:
             path = run_file(out, run, r)
             parsed[run.stem] = (last_json_line(path) if run.htsim else read_bench(path, BENCH_NAMES[run.stem]), path)
     rates, counts, memory = {}, {}, {}
     for rate in RATES:
-        if rate.group not in groups:
+        if rate.group not in groups or rate.stem in absent:
             continue
         data, path = parsed[rate.stem]
         row = data if rate.bench is None else data[rate.bench]
@@ -207,9 +227,25 @@ def judge(target: Target, per_round: list[float]) -> dict[str, Any]:
             "status": f"{'met' if met else 'not met'}, {k} of {n}"}  # fmt: skip
 
 
-def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+def _not_measured(num: str, den: str, groups: tuple[str, ...], absent: frozenset[str]) -> str:
+    """Why a ratio is missing: a group left out, or an optional run this
+    directory does not have."""
+    by_name = {r.name: r for r in RATES}
+    for name in (num, den):
+        rate = by_name[name]
+        if rate.group not in groups:
+            return "not measured (its runs were left out by --only)"
+        if rate.stem in absent:
+            return f"not measured (no {rate.stem}_1.json: the directory has no {rate.bench} runs)"
+    return "not measured"
+
+
+def summarize(rounds: list[dict[str, Any]], groups: tuple[str, ...] = GROUPS,
+              absent: frozenset[str] = frozenset()) -> dict[str, Any]:  # fmt: skip
     """Medians and ranges of the rates, ratios of pairs, targets per round.
-    ``rounds`` are read_round()'s results, all with the same groups."""
+    ``rounds`` are read_round()'s results, all with the same groups
+    (``groups``) and the same optional runs left out (``absent``): the
+    ratios they leave out are listed in ``ratios_not_measured`` with why."""
     if not rounds:
         raise SummaryError("no rounds to summarise")
     names = [r.name for r in RATES if r.name in rounds[0]["rates"]]
@@ -217,10 +253,12 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     rates = {n: {"unit": units[n], **spread([x["rates"][n] for x in rounds])} for n in names}
     counts = {n: [x["counts"][n] for x in rounds] for n in names}
     memory = {n: spread([x["memory_mb"][n] for x in rounds]) for n in rounds[0]["memory_mb"]}
-    ratios = {}
+    ratios, not_measured = {}, {}
     for name, num, den in RATIOS:
         if num in rates and den in rates:
             ratios[name] = spread([x["rates"][num] / x["rates"][den] for x in rounds])
+        else:
+            not_measured[name] = _not_measured(num, den, groups, absent)
     targets = []
     for t in TARGETS:
         if t.ratio in ratios:
@@ -230,7 +268,7 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                             "met": None, "status": "not measured (its runs were left out by --only)"})  # fmt: skip
     build = sorted({b for x in rounds for b in x["aqmlab_build"]})
     return {"rounds": len(rounds), "rates": rates, "counts": counts, "memory_mb": memory, "ratios": ratios,
-            "targets": targets, "aqmlab_build": build}  # fmt: skip
+            "ratios_not_measured": not_measured, "targets": targets, "aqmlab_build": build}  # fmt: skip
 
 
 def groups_in(out: Path) -> tuple[str, ...]:
@@ -240,13 +278,17 @@ def groups_in(out: Path) -> tuple[str, ...]:
 
 def summarize_dir(out: Path, groups: tuple[str, ...]) -> dict[str, Any]:
     """Summarise every complete round in ``out`` (rounds 1, 2, ... while
-    their first file exists)."""
+    their first file exists). An optional run missing from round 1 is left
+    out of every round (a directory written before it was added); one
+    present in round 1 is required in every round."""
     first = next(run for run in RUNS if run.group in groups)
+    absent = frozenset(run.stem for run in RUNS
+                       if run.optional and run.group in groups and not run_file(out, run, 1).exists())  # fmt: skip
     rounds = []
     r = 1
     while run_file(out, first, r).exists():
-        rounds.append(read_round(out, r, groups))
+        rounds.append(read_round(out, r, groups, absent))
         r += 1
     if not rounds:
         raise SummaryError(f"{out}: no rounds (no {run_file(out, first, 1).name})")
-    return summarize(rounds)
+    return summarize(rounds, groups, absent)
