@@ -274,9 +274,15 @@ def test_compare_runs_the_rounds_in_order_and_keeps_every_output(tmp_path: Path,
     assert "not met, 0 of 2" in printed and "A-10-ack1 ≥ 2 × htsim A-10" in printed
     assert "D-ack1 / htsim D" in printed and "D-1024-ack1 / htsim D-1024" in printed
     assert summary["ratios"]["D-ack1 / htsim D"]["per_round"] == pytest.approx([2.0, 2.0])
+
+
+def test_each_ack1_run_is_its_own_aqmlab_bench_right_after_its_base(tmp_path: Path) -> None:
+    order = [r.stem for r in S.RUNS]
+    assert order.index("aqDack1") == order.index("aqD") + 1
+    assert order.index("aqD1024ack1") == order.index("aqD1024") + 1
     run = {r.stem: r for r in S.RUNS}
-    for stem, name in (("aqDack1", "D-ack1"), ("aqD1024ack1", "D-1024-ack1")):  # what the real command runs
-        assert compare._command(run[stem], stand_ins)[-5:] == ["bench", "--only", name, "--json", "-q"]
+    for stem, name in (("aqDack1", "D-ack1"), ("aqD1024ack1", "D-1024-ack1")):
+        assert compare._command(run[stem], tmp_path)[-6:] == ["aqmlab", "bench", "--only", name, "--json", "-q"]
 
 
 def test_compare_stops_at_a_failing_run_with_one_line(tmp_path: Path, stand_ins: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -236,7 +236,7 @@ def _not_measured(num: str, den: str, groups: tuple[str, ...], absent: frozenset
         if rate.group not in groups:
             return "not measured (its runs were left out by --only)"
         if rate.stem in absent:
-            return f"not measured (no {rate.stem}_1.json: the directory has no {rate.bench} runs)"
+            return f"not measured (no {rate.stem}_1.json)"
     return "not measured"
 
 
