@@ -2,7 +2,7 @@
 """aqmlab against htsim on the same machine, in interleaved rounds on one core.
 
     python scripts/htsim/build.py                  # once: htsim and the drivers
-    python scripts/htsim/compare.py --rounds 3     # about 2 minutes a round
+    python scripts/htsim/compare.py --rounds 3     # about 2½ minutes a round
 
 Each round runs, one after the other on one core (``taskset -c CPU`` when
 taskset is there, else the process's CPU affinity): ``aqmlab bench`` on A-10,
