@@ -26,6 +26,22 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str
     )
 
 
+def load_script(path: Path, as_name: str) -> Any:
+    """A maintainer script outside the package (scripts/...) as a module
+    named ``as_name``, registered in sys.modules (its dataclasses need it),
+    once: a second load returns the first."""
+    import importlib.util
+
+    if as_name in sys.modules:
+        return sys.modules[as_name]
+    spec = importlib.util.spec_from_file_location(as_name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[as_name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def default_sigint() -> None:
     """``preexec_fn`` of a child a test interrupts: SIGINT back to its default
     action. A suite started in the background by a script (``cmd &``) has

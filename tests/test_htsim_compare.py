@@ -5,7 +5,6 @@ the drivers and ``aqmlab bench --json`` write, or small stand-in scripts."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import stat
 import sys
@@ -15,18 +14,13 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, cli
+from conftest import ROOT, cli, load_script
 
 HTSIM = ROOT / "scripts" / "htsim"
 
 
 def _load(name: str, as_name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(as_name, HTSIM / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[as_name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(HTSIM / f"{name}.py", as_name)
 
 
 # compare.py imports compare_summary by that name: one module for both.

@@ -8,13 +8,11 @@ it states (met only if every round of every set meets the target)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import statistics
-import sys
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, load_script
 
 DOC = ROOT / "docs" / "performance.md"
 
@@ -29,12 +27,8 @@ ROWS = {
 
 
 def _summary_module():
-    spec = importlib.util.spec_from_file_location("compare_summary", ROOT / "scripts" / "htsim" / "compare_summary.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("compare_summary", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    # compare.py imports it by this name: the module test_htsim_compare loads too.
+    return load_script(ROOT / "scripts" / "htsim" / "compare_summary.py", "compare_summary")
 
 
 def _summary_section() -> str:

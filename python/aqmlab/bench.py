@@ -170,27 +170,30 @@ def headline(name: str) -> str:
 
 def _time_text(text: str) -> str:
     """'100000us' -> '100 ms': the definitions' durations, read by a person."""
-    m = re.fullmatch(r"([0-9.]+)(ns|us|ms|s)", text)
-    if not m:
+    from aqmlab.scenario import duration_s  # here: the CLI imports this module at start-up
+
+    seconds = duration_s(text)
+    if seconds is None:
         return text
-    ns = float(m.group(1)) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(2)]
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:g} {unit}"
-    return f"{ns:g} ns"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:g} {unit}"
+    return f"{seconds * 1e9:g} ns"
 
 
 def describe(name: str) -> str:
     """One line on a benchmark (topology, flows, CC, AQM, simulated time),
     read from its scenario tree, so `--list` cannot drift from the
     definitions."""
+    from aqmlab.scenario import duration_s
+
     s = scenario(name)
     ccs: dict[str, int] = {}
     if "bottleneck" in s:
         q = s["bottleneck"]
         for f in s["flows"]:
             ccs[f["cc"]] = ccs.get(f["cc"], 0) + f.get("count", 1)
-        rtts = sorted({f["rtt"] for f in s["flows"]}, key=lambda t: float(re.sub(r"[a-z]+$", "", t)))
+        rtts = sorted({f["rtt"] for f in s["flows"]}, key=lambda t: duration_s(t) or 0.0)
         rtt = _time_text(rtts[0]) if len(rtts) == 1 else f"{_time_text(rtts[0])} to {_time_text(rtts[-1])}"
         total = sum(ccs.values())
         mix = " + ".join(f"{n} {cc.upper()}" for cc, n in ccs.items())

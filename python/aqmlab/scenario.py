@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -477,6 +478,18 @@ ScenarioLike = Scenario | Mapping[str, Any] | str | os.PathLike[str]
 
 # ---------------------------------------------------------------------------
 # Reading, validating, writing.
+
+
+def duration_s(text: str) -> float | None:
+    """Display only (a progress bar's length, a benchmark's description): a
+    duration in the engine's normalised form, e.g. "30s", "1500ms" or
+    "100us", in seconds. Parsing for the simulation is the engine's; None
+    when the text is not in that form."""
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|min)", text.strip())
+    if not m:
+        return None
+    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}[m.group(2)]
+    return float(m.group(1)) * scale
 
 
 def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:

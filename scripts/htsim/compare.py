@@ -172,11 +172,11 @@ def _x(x: float) -> str:
 
 
 def print_summary(summary: dict[str, Any], out: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    tty = sys.stdout.isatty()
-    con = Console(width=None if tty else 120, soft_wrap=not tty, highlight=False)
+    from aqmlab.console import consoles  # the CLI's: 120 columns when not a terminal
+
+    con, _ = consoles()
     n = summary["rounds"]
     build = ", ".join(summary.get("aqmlab_build") or []) or "?"
     rates = Table(title=f"Rates, median of {n} round{'s' if n > 1 else ''} (aqmlab build: {build}; {out})",
@@ -254,8 +254,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("compare: interrupted; the raw outputs so far are kept", file=sys.stderr)
         return 130
-    print_summary(summary, out)
-    print(f"raw outputs and summary.json in {out}")
+    try:
+        print_summary(summary, out)
+        print(f"raw outputs and summary.json in {out}")
+    except BrokenPipeError:  # a reader that stops early (`| head`) is not an error
+        pass
     return 0
 
 

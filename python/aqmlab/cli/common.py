@@ -5,12 +5,12 @@ commands and the parser in ``aqmlab.cli`` import it)."""
 from __future__ import annotations
 
 import argparse
-import re
 import tomllib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from aqmlab.scenario import ScenarioError
+from aqmlab.scenario import duration_s as _duration_s  # noqa: F401 (the commands' name for it)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,17 +22,6 @@ def _consoles() -> tuple[Console, Console]:
     from aqmlab.console import consoles
 
     return consoles()
-
-
-def _duration_s(text: str) -> float | None:
-    """Display only (the progress bar's length): the engine's normalised
-    duration text, e.g. "30s" or "1500ms", in seconds. Parsing for the
-    simulation is the engine's; None when the text is not in that form."""
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|min)", text.strip())
-    if not m:
-        return None
-    scale = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}[m.group(2)]
-    return float(m.group(1)) * scale
 
 
 def _parse_set(items: Sequence[str]) -> dict[str, Any]:
