@@ -200,6 +200,44 @@ mod tests {
         assert_eq!(l.rearm(), Some(20));
     }
 
+    /// The reference: a list kept sorted by inserting each packet after
+    /// every packet arriving at the same time or earlier. Departures range
+    /// from now to a little ahead (receivers running ahead), often at equal
+    /// times, so early packets land at the front, middle and back.
+    #[test]
+    fn random_pushes_and_pops_leave_in_the_order_of_a_sorted_list() {
+        let mut rng = crate::sim::rng::SimRng::derive(7, crate::sim::rng::Domain::Flow, 0);
+        for round in 0..200 {
+            let delay = 1 + rng.below(20);
+            let mut l = DelayLine::new(delay, vec![]);
+            let mut reference: Vec<(u64, u64)> = vec![]; // (arrival, seq)
+            let (mut now, mut seq) = (0u64, 0u64);
+            let (mut popped, mut expected) = (vec![], vec![]);
+            for _ in 0..300 {
+                if rng.below(3) == 0 {
+                    now += rng.below(8);
+                    let _ = l.take_event(now);
+                    while let Some(p) = l.pop_due(now) {
+                        popped.push(p.seq);
+                    }
+                    while reference.first().is_some_and(|&(t, _)| t <= now) {
+                        expected.push(reference.remove(0).1);
+                    }
+                    assert_eq!(l.head_time(), reference.first().map(|&(t, _)| t), "round {round}");
+                } else {
+                    let depart = now + rng.below(6);
+                    seq += 1;
+                    l.push(depart, &pkt(seq), 0, 0);
+                    let at = depart + delay;
+                    let i = reference.partition_point(|&(t, _)| t <= at);
+                    reference.insert(i, (at, seq));
+                    assert_eq!(l.len(), reference.len());
+                }
+            }
+            assert_eq!(popped, expected, "round {round}");
+        }
+    }
+
     #[test]
     fn packets_carry_the_route_position_they_were_pushed_with_on_append_and_on_insert() {
         let mut l = DelayLine::new(10, vec![]);

@@ -228,19 +228,30 @@ impl<T: Copy> Ring<T> {
         self.head = 0;
     }
 
-    /// Insert `x` at logical position `i` (0..=len), shifting the elements
-    /// from `i` on one place back: cheap when `i` is near the back, which
-    /// is where a time-ordered line receives a slightly early packet.
+    /// Insert `x` at logical position `i` (0..=len), moving the shorter side
+    /// by one place: the elements before `i` one place toward the front
+    /// (the head moves back), or those from `i` on one place back. A
+    /// time-ordered line receives a slightly early packet somewhere in its
+    /// middle (a delayed-ACK timer's reply among replies that ran ahead);
+    /// moving only the back made that a twentieth of C-10000's instructions.
     pub fn insert(&mut self, i: usize, x: T) {
         assert!(i <= self.len, "insert at {i} beyond length {}", self.len);
         if self.len == self.buf.len() {
             self.grow(self.len + 1, x);
         }
-        let mut k = self.len;
-        while k > i {
-            let (to, from) = (self.phys(k), self.phys(k - 1));
-            self.buf[to] = self.buf[from];
-            k -= 1;
+        let mask = self.buf.len() - 1;
+        if i < self.len - i {
+            // Logical positions 0..i move to −1..i−1.
+            self.head = (self.head + mask) & mask;
+            for k in 0..i {
+                let (to, from) = (self.phys(k), self.phys(k + 1));
+                self.buf[to] = self.buf[from];
+            }
+        } else {
+            for k in (i..self.len).rev() {
+                let (to, from) = (self.phys(k + 1), self.phys(k));
+                self.buf[to] = self.buf[from];
+            }
         }
         let p = self.phys(i);
         self.buf[p] = x;
