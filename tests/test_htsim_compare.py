@@ -386,3 +386,14 @@ def test_build_never_writes_into_htsims_checkout(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is inside htsim's checkout" in err
     assert not inside.exists()
+
+
+def test_the_cpu_is_named_with_its_family_model_and_cache() -> None:
+    # Two hosts of this machine type both call themselves "Intel(R) Xeon(R)
+    # Processor"; their model numbers and caches tell them apart.
+    two_cpus = "".join(
+        f"processor\t: {i}\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: {m}\n"
+        f"model name\t: Intel(R) Xeon(R) Processor\ncache size\t: {c} KB\n\n"
+        for i, (m, c) in enumerate([(207, 307200), (167, 491520)]))
+    assert compare._cpu_model(two_cpus) == "Intel(R) Xeon(R) Processor (family 6, model 207, cache 307200 KB)"
+    assert compare._cpu_model("model name\t: Some CPU\n") == "Some CPU"

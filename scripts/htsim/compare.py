@@ -67,15 +67,27 @@ def _load() -> str:
         return "?"
 
 
-def _cpu_model() -> str:
-    """The CPU the runs share (rates depend on it; docs/performance.md, Hardware)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
+def _cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU the runs share, with its family, model and cache as the
+    kernel reports them: hosts that name themselves alike ("Intel(R) Xeon(R)
+    Processor") differ in all three, and rates depend on them
+    (docs/performance.md, Hardware)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return platform.processor() or "?"
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            if fields:
+                break  # the first processor's block is enough
+            continue
+        fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name") or platform.processor() or "?"
+    detail = [f"{k} {fields[key]}" for k, key in (("family", "cpu family"), ("model", "model"), ("cache", "cache size")) if key in fields]
+    return f"{name} ({', '.join(detail)})" if detail else name
 
 
 def _pinning(cpu: int | None) -> tuple[list[str], str]:
