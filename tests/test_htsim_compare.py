@@ -198,6 +198,53 @@ def test_the_rates_read_from_real_aqmlab_bench_json(tmp_path: Path) -> None:
     assert rows["D"]["peak_rss_mb"] > 0
 
 
+def test_pooled_sets_are_judged_on_every_round_of_every_set(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two sets of rounds: one (A and D, no ack1 fat-tree run) where
+    A-10-ack1 meets 2 x htsim in both rounds, one (every group) where it
+    misses in one of three. Pooled, the target is not met, 4 of 5 rounds,
+    worst the miss; the groups are those both sets have, and each set keeps
+    its own median and verdict."""
+    good, mixed = tmp_path / "good", tmp_path / "mixed"
+    for r in (1, 2):
+        write_round(good, r, {**ROUND, "A-10-ack1": 17.0}, ("A", "D"), ack1=False)  # 17 / 8 = 2.125
+    write_round(mixed, 1, {**ROUND, "A-10-ack1": 18.0})  # 2.25
+    write_round(mixed, 2, {**ROUND, "A-10-ack1": 14.0})  # 1.75: the one round that misses
+    write_round(mixed, 3, {**ROUND, "A-10-ack1": 16.4})  # 2.05
+    s = S.summarize_dirs([good, mixed])
+    assert s["groups"] == ["A", "D"] and s["rounds"] == 5
+    t = target(s, "A-10-ack1 / htsim A-10")
+    assert t["per_round"] == pytest.approx([2.125, 2.125, 2.25, 1.75, 2.05])
+    assert t["status"] == "not met, 4 of 5" and t["worst"] == pytest.approx(1.75)
+    assert "D-ack1 / htsim D" in s["ratios_not_measured"]  # the first set has no aqDack1: left out of all
+    assert target(s, "D / D-1024")["met"] is None  # D-1024 is not in every set
+    assert [x["rounds"] for x in s["sets"]] == [2, 3]
+    assert s["sets"][0]["targets"]["A-10-ack1 / htsim A-10"] == "met, 2 of 2"
+    assert s["sets"][1]["targets"]["A-10-ack1 / htsim A-10"] == "not met, 2 of 3"
+    assert s["sets"][1]["ratio_medians"]["A-10-ack1 / htsim A-10"] == pytest.approx(2.05)
+    # The command prints the pooled tables and each set's column, and writes nothing into the sets.
+    assert compare.main(["--summarize", str(good), str(mixed)]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "not met, 4 of 5" in printed and "2.05, 2 of 3" in printed and "2.12, 2 of 2" in printed
+    assert not (good / "summary.json").exists() and not (mixed / "summary.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("dirs", "message"),
+    [
+        (lambda d: [d, d], "is given twice (its rounds would count twice)"),
+        (lambda d: [d, d / "absent"], "absent is not a directory"),
+        (lambda d: [d, d.parent], "holds no results of compare.py"),
+    ],
+)
+def test_pooling_rejects_a_set_given_twice_or_without_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            dirs: Any, message: str) -> None:  # fmt: skip
+    one = tmp_path / "set"
+    write_round(one, 1, ROUND)
+    assert compare.main(["--summarize", *map(str, dirs(one))]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("compare: ") and message in err
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [

@@ -47,19 +47,18 @@ def _sets() -> list[Path]:
 
 def test_summary_table_matches_its_committed_sets_of_rounds():
     S = _summary_module()
-    summaries = [S.summarize_dir(p, S.groups_in(p)) for p in _sets()]
+    # What `compare.py --summarize SET SET ...` prints: the script's own pooling and rule.
+    pooled = S.summarize_dirs(_sets())
     rows = [line for line in _summary_section().splitlines() if line.startswith("| ")]
     for ratio, prefix in ROWS.items():
         (row,) = [line for line in rows if line.startswith(prefix)]
-        # The script's own judge over the pooled rounds: the rule is written once.
-        (target,) = [t for t in S.TARGETS if t.ratio == ratio]
-        pooled = S.judge(target, [v for s in summaries for v in s["ratios"][ratio]["per_round"]])
-        per_round, k, n = pooled["per_round"], pooled["rounds_met"], pooled["rounds"]
-        unit = " ×" if target.op == ">=" else ""
+        (judged,) = [t for t in pooled["targets"] if t["ratio"] == ratio]
+        per_round, k, n = judged["per_round"], judged["rounds_met"], judged["rounds"]
+        unit = " ×" if judged["op"] == ">=" else ""
         figure = f"{statistics.median(per_round):.2f}{unit} ({min(per_round):.2f}–{max(per_round):.2f})"
-        medians = ", ".join(f"{s['ratios'][ratio]['median']:.2f}" for s in summaries)
+        medians = ", ".join(f"{one['ratio_medians'][ratio]:.2f}" for one in pooled["sets"])
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[1] == figure, f"{prefix}: the Summary says {cells[1]!r}, the sets give {figure!r}"
         assert cells[2] == f"{k} of {n}", f"{prefix}: {cells[2]!r}, the sets give {k} of {n}"
-        assert cells[3] == ("met" if pooled["met"] else "not met"), f"{prefix}: verdict {cells[3]!r}, {pooled['status']}"
+        assert cells[3] == ("met" if judged["met"] else "not met"), f"{prefix}: verdict {cells[3]!r}, {judged['status']}"
         assert cells[4] == medians, f"{prefix}: the sets' medians are {medians!r}, the Summary says {cells[4]!r}"

@@ -16,7 +16,10 @@ the output directory (log.txt has each run's command line, times and load);
 summary.json there holds the medians, ranges, ratios of pairs within a round
 and issue 22's targets judged per round; the same is printed as tables.
 ``--summarize DIR`` prints and rewrites the summary of an earlier output
-directory without running anything.
+directory without running anything; ``--summarize DIR DIR ...`` pools the
+rounds of several (the sets docs/performance.md's Summary judges on), judges
+the targets on every round of every set, adds a table of each set's own
+medians and verdicts, and writes nothing.
 
 Any failure (htsim not built, a run failing, no result line) is one line on
 stderr and exit code 2. scripts/htsim/README.md says what is measured.
@@ -30,6 +33,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -183,7 +187,7 @@ def _x(x: float) -> str:
     return f"{x:.2f} ×"
 
 
-def print_summary(summary: dict[str, Any], out: Path) -> None:
+def print_summary(summary: dict[str, Any], where: str) -> None:
     from rich.table import Table
 
     from aqmlab.console import consoles  # the CLI's: 120 columns when not a terminal
@@ -191,7 +195,7 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
     con, _ = consoles()
     n = summary["rounds"]
     build = ", ".join(summary.get("aqmlab_build") or []) or "?"
-    rates = Table(title=f"Rates, median of {n} round{'s' if n > 1 else ''} (aqmlab build: {build}; {out})",
+    rates = Table(title=f"Rates, median of {n} round{'s' if n > 1 else ''} (aqmlab build: {build}; {where})",
                   title_justify="left")  # fmt: skip
     for h in ("run", "unit", "median", "range", "per round", "count per run"):
         rates.add_column(h, justify="left" if h in ("run", "unit") else "right")
@@ -222,6 +226,31 @@ def print_summary(summary: dict[str, Any], out: Path) -> None:
         else:
             targets.add_row(t["target"], ", ".join(_x(x) for x in t["per_round"]), _x(t["worst"]), t["status"])
     con.print(targets)
+    if "sets" in summary:
+        # One column per set (a set's name is its directory's), one row per target: median, "k of n".
+        sets = Table(title=f"Each set's own rounds: median, rounds meeting the target ({len(summary['sets'])} sets, "
+                     "pooled above)", title_justify="left")  # fmt: skip
+        sets.add_column("target", justify="left")
+        for one in summary["sets"]:
+            sets.add_column(Path(one["dir"]).name, justify="right", no_wrap=True)
+        sets.add_row("rounds", *(str(one["rounds"]) for one in summary["sets"]))
+        sets.add_row("aqmlab build", *(", ".join(one["aqmlab_build"]) or "?" for one in summary["sets"]))
+        sets.add_row("CPU model", *(_model(one["cpu"]) for one in summary["sets"]))
+        for t in summary["targets"]:
+            cells = []
+            for one in summary["sets"]:
+                median = one["ratio_medians"].get(t["ratio"])
+                status = one["targets"][t["ratio"]]
+                cells.append(status if median is None else f"{median:.2f}, {status.split(', ', 1)[-1]}")
+            sets.add_row(t["target"], *cells)
+        con.print(sets)
+
+
+def _model(cpu: str | None) -> str:
+    """The model number in _cpu_model()'s text: hosts that name themselves
+    alike differ there (sets written before it was recorded say so)."""
+    found = re.search(r"model (\d+)", cpu or "")
+    return found.group(1) if found else "not recorded"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,11 +262,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpu", type=int, help="the core to run on (default: the last this process may use)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the runs to one core")
     p.add_argument("--htsim-bin", default=str(DEFAULT_BUILD / "bin"), help="where build.py put htsim_a, htsim_d")
-    p.add_argument("--summarize", metavar="DIR", help="summarise an earlier output directory; run nothing")
+    p.add_argument("--summarize", metavar="DIR", nargs="+",
+                   help="summarise an earlier output directory, or pool several; run nothing")  # fmt: skip
     args = p.parse_args(argv)
     try:
+        if args.summarize and len(args.summarize) > 1:
+            outs = [Path(d).expanduser().resolve() for d in args.summarize]
+            for i, d in enumerate(outs):
+                if not d.is_dir():
+                    raise CompareError(f"--summarize: {d} is not a directory")
+                if d in outs[:i]:
+                    raise CompareError(f"--summarize: {d} is given twice (its rounds would count twice)")
+            summary = S.summarize_dirs(outs)
+            try:
+                print_summary(summary, "pooled: " + ", ".join(d.name for d in outs))
+            except BrokenPipeError:
+                pass
+            return 0
         if args.summarize:
-            out = Path(args.summarize).expanduser().resolve()
+            out = Path(args.summarize[0]).expanduser().resolve()
             groups = S.groups_in(out)
             if not groups:
                 raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, aqD_1.json, "
@@ -267,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         print("compare: interrupted; the raw outputs so far are kept", file=sys.stderr)
         return 130
     try:
-        print_summary(summary, out)
+        print_summary(summary, str(out))
         print(f"raw outputs and summary.json in {out}")
     except BrokenPipeError:  # a reader that stops early (`| head`) is not an error
         pass

@@ -276,14 +276,17 @@ def groups_in(out: Path) -> tuple[str, ...]:
     return tuple(g for g in GROUPS if run_file(out, next(run for run in RUNS if run.group == g), 1).exists())
 
 
-def summarize_dir(out: Path, groups: tuple[str, ...]) -> dict[str, Any]:
-    """Summarise every complete round in ``out`` (rounds 1, 2, ... while
-    their first file exists). An optional run missing from round 1 is left
-    out of every round (a directory written before it was added); one
-    present in round 1 is required in every round."""
+def _absent(out: Path, groups: tuple[str, ...]) -> frozenset[str]:
+    """The optional runs of ``groups`` that ``out`` lacks in round 1 (a
+    directory written before they were added)."""
+    return frozenset(run.stem for run in RUNS
+                     if run.optional and run.group in groups and not run_file(out, run, 1).exists())  # fmt: skip
+
+
+def _read_rounds(out: Path, groups: tuple[str, ...], absent: frozenset[str]) -> list[dict[str, Any]]:
+    """Every complete round in ``out`` (rounds 1, 2, ... while their first
+    file exists)."""
     first = next(run for run in RUNS if run.group in groups)
-    absent = frozenset(run.stem for run in RUNS
-                       if run.optional and run.group in groups and not run_file(out, run, 1).exists())  # fmt: skip
     rounds = []
     r = 1
     while run_file(out, first, r).exists():
@@ -291,4 +294,52 @@ def summarize_dir(out: Path, groups: tuple[str, ...]) -> dict[str, Any]:
         r += 1
     if not rounds:
         raise SummaryError(f"{out}: no rounds (no {run_file(out, first, 1).name})")
-    return summarize(rounds, groups, absent)
+    return rounds
+
+
+def summarize_dir(out: Path, groups: tuple[str, ...]) -> dict[str, Any]:
+    """Summarise every complete round in ``out``. An optional run missing
+    from round 1 is left out of every round (a directory written before it
+    was added); one present in round 1 is required in every round."""
+    absent = _absent(out, groups)
+    return summarize(_read_rounds(out, groups, absent), groups, absent)
+
+
+def _cpu_of(out: Path) -> str | None:
+    """The CPU compare.py recorded in the set's meta.json (None if it has none)."""
+    try:
+        cpu = json.loads((out / "meta.json").read_text()).get("cpu")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+    return cpu if isinstance(cpu, str) else None
+
+
+def summarize_dirs(outs: list[Path]) -> dict[str, Any]:
+    """Pool the rounds of several output directories (sets of rounds, as
+    docs/performance.md's Summary does) and judge the targets on every round
+    of every set: a target is met only if each of them meets it. The groups
+    are those every set has; an optional run one set lacks is left out of
+    all. ``sets`` gives each set's own rounds, medians and verdicts, so a
+    host or a day that differs shows."""
+    if not outs:
+        raise SummaryError("no directories to summarise")
+    have = {out: groups_in(out) for out in outs}
+    for out, groups in have.items():
+        if not groups:
+            raise SummaryError(f"{out}: holds no results of compare.py (no aqA_1.json, aqD_1.json, aqD1024_1.json)")
+    groups = tuple(g for g in GROUPS if all(g in gs for gs in have.values()))
+    if not groups:
+        raise SummaryError("no group of runs is in every directory: "
+                           + "; ".join(f"{out.name}: {', '.join(gs)}" for out, gs in have.items()))  # fmt: skip
+    absent = frozenset().union(*(_absent(out, groups) for out in outs))
+    per_set = [(out, _read_rounds(out, groups, absent)) for out in outs]
+    pooled = summarize([r for _, rounds in per_set for r in rounds], groups, absent)
+    pooled["groups"] = list(groups)
+    pooled["sets"] = []
+    for out, rounds in per_set:
+        own = summarize(rounds, groups, absent)
+        pooled["sets"].append({"dir": str(out), "rounds": own["rounds"], "aqmlab_build": own["aqmlab_build"],
+                               "cpu": _cpu_of(out),
+                               "ratio_medians": {n: v["median"] for n, v in own["ratios"].items()},
+                               "targets": {t["ratio"]: t["status"] for t in own["targets"]}})  # fmt: skip
+    return pooled
