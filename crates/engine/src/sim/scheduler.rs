@@ -131,6 +131,12 @@ impl EventQueue {
         Self::default()
     }
 
+    /// Whether the packet wheel splits its buckets by time when it pours them.
+    #[cfg(test)]
+    fn packet_buckets_split(&self) -> bool {
+        self.packets.splits_buckets()
+    }
+
     #[inline]
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
         let class = u64::from(!matches!(event, Event::LinkTxDone(_)));

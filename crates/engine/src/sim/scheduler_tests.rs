@@ -183,3 +183,54 @@ fn the_second_peeked_packet_event_is_popped_after_the_next() {
     assert!(2 * named >= pops, "named {named} of {pops} pops");
     assert_eq!(q.pop(), Some((1_000, Event::SenderTimer(0))));
 }
+
+/// A fat tree of a thousand hosts pours dozens of packet events per 8 ns
+/// bucket, and the wheel then splits each bucket by time before sorting
+/// (`Wheel::pour_split`). Bursts of transmissions and arrivals, many at the
+/// same nanosecond, pop in the order of (time, transmissions first,
+/// scheduling order), both before the wheel switches and after, and the
+/// wheel switches back when the buckets thin out.
+#[test]
+fn crowded_packet_buckets_pop_sorted_against_a_reference() {
+    let mut rng = crate::sim::rng::SimRng::derive(11, crate::sim::rng::Domain::Queue, 2);
+    let mut q = EventQueue::new();
+    // (time, class: 0 for a transmission's end, scheduling order)
+    let mut reference: std::collections::BTreeSet<(u64, u64, u32)> = Default::default();
+    let (mut seq, mut now, mut popped) = (0u32, 0u64, 0u64);
+    let mut was_split = false;
+    let event = |seq: u32| if seq % 4 == 0 { Event::LinkTxDone(seq) } else { Event::LineArrival(seq) };
+    for phase in 0..2 {
+        // Phase 0: about 40 events per 8 ns; phase 1: about one per 40 ns.
+        let (burst, spread_ns) = if phase == 0 { (40, 8) } else { (1, 40) };
+        for _ in 0..4_000 {
+            for _ in 0..burst {
+                // A microsecond ahead (a hop), so that a backlog builds up;
+                // many share a nanosecond: a few distinct instants per bucket.
+                let t = now + 1_000 + rng.below(spread_ns) / 2 * 2;
+                q.schedule(t, event(seq));
+                reference.insert((t, u64::from(seq % 4 != 0), seq));
+                seq += 1;
+            }
+            // Pop the next 8 ns, and check each pop.
+            let until = now + 8;
+            while let Some(&(t, class, s)) = reference.first() {
+                if t >= until {
+                    break;
+                }
+                reference.pop_first();
+                assert_eq!(q.pop(), Some((t, event(s))), "phase {phase}, class {class}");
+                popped += 1;
+            }
+            now = until;
+            was_split |= q.packet_buckets_split();
+        }
+        if phase == 0 {
+            assert!(q.packet_buckets_split(), "forty events per bucket: split");
+        }
+    }
+    while let Some((t, _, s)) = reference.pop_first() {
+        assert_eq!(q.pop(), Some((t, event(s))));
+    }
+    assert!(was_split && !q.packet_buckets_split(), "split while crowded, whole again after");
+    assert!(q.pop().is_none() && popped > 100_000);
+}
