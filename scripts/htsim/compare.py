@@ -230,9 +230,10 @@ def print_summary(summary: dict[str, Any], where: str) -> None:
         # One column per set (a set's name is its directory's), one row per target: median, "k of n".
         sets = Table(title=f"Each set's own rounds: median, rounds meeting the target ({len(summary['sets'])} sets, "
                      "pooled above)", title_justify="left")  # fmt: skip
-        sets.add_column("target", justify="left")
+        # The targets' names whole; a set's name may fold onto two lines.
+        sets.add_column("target", justify="left", no_wrap=True)
         for one in summary["sets"]:
-            sets.add_column(Path(one["dir"]).name, justify="right", no_wrap=True)
+            sets.add_column(Path(one["dir"]).name, justify="right", overflow="fold", min_width=12)
         sets.add_row("rounds", *(str(one["rounds"]) for one in summary["sets"]))
         sets.add_row("aqmlab build", *(", ".join(one["aqmlab_build"]) or "?" for one in summary["sets"]))
         sets.add_row("CPU model", *(_model(one["cpu"]) for one in summary["sets"]))
