@@ -266,44 +266,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--summarize", metavar="DIR", nargs="+",
                    help="summarise an earlier output directory, or pool several; run nothing")  # fmt: skip
     args = p.parse_args(argv)
+    pooled = args.summarize is not None and len(args.summarize) > 1
     try:
-        if args.summarize and len(args.summarize) > 1:
-            outs = [Path(d).expanduser().resolve() for d in args.summarize]
-            for i, d in enumerate(outs):
-                if not d.is_dir():
-                    raise CompareError(f"--summarize: {d} is not a directory")
-                if d in outs[:i]:
-                    raise CompareError(f"--summarize: {d} is given twice (its rounds would count twice)")
+        if pooled:
+            outs = _distinct_dirs(args.summarize)
             summary = S.summarize_dirs(outs)
-            try:
-                print_summary(summary, "pooled: " + ", ".join(d.name for d in outs))
-            except BrokenPipeError:
-                pass
-            return 0
-        if args.summarize:
-            out = Path(args.summarize[0]).expanduser().resolve()
-            groups = S.groups_in(out)
-            if not groups:
-                raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, aqD_1.json, "
-                                   "aqD1024_1.json)")  # fmt: skip
+            where = "pooled: " + ", ".join(d.name for d in outs)
         else:
-            groups = _groups(args.only)
-            if args.rounds < 1:
-                raise CompareError(f"--rounds: given {args.rounds}, allowed: 1 or more")
-            allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-            if args.cpu is None and allowed:
-                args.cpu = allowed[-1]
-            if args.cpu is not None and allowed and args.cpu not in allowed:
-                raise CompareError(f"--cpu: given {args.cpu}, allowed: {', '.join(map(str, allowed))}")
-            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            out = Path(args.out).expanduser().resolve() if args.out else DEFAULT_BUILD / "runs" / stamp
-            run_rounds(args, out, groups)
-        summary = S.summarize_dir(out, groups)
-        summary["groups"] = list(groups)
-        meta = out / "meta.json"
-        if meta.is_file():
-            summary["meta"] = json.loads(meta.read_text())
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            if args.summarize:
+                out = Path(args.summarize[0]).expanduser().resolve()
+                groups = S.groups_in(out)
+                if not groups:
+                    raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, "
+                                       "aqD_1.json, aqD1024_1.json)")  # fmt: skip
+            else:
+                groups = _groups(args.only)
+                out = _prepare_run(args)
+                run_rounds(args, out, groups)
+            summary = S.summarize_dir(out, groups)
+            summary["groups"] = list(groups)
+            meta = out / "meta.json"
+            if meta.is_file():
+                summary["meta"] = json.loads(meta.read_text())
+            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            where = str(out)
     except (CompareError, S.SummaryError) as e:
         print(f"compare: {e}", file=sys.stderr)
         return 2
@@ -311,11 +297,36 @@ def main(argv: list[str] | None = None) -> int:
         print("compare: interrupted; the raw outputs so far are kept", file=sys.stderr)
         return 130
     try:
-        print_summary(summary, str(out))
-        print(f"raw outputs and summary.json in {out}")
+        print_summary(summary, where)
+        if not pooled:
+            print(f"raw outputs and summary.json in {where}")
     except BrokenPipeError:  # a reader that stops early (`| head`) is not an error
         pass
     return 0
+
+
+def _distinct_dirs(given: list[str]) -> list[Path]:
+    """The sets to pool: each a directory, none twice (its rounds would count twice)."""
+    outs = [Path(d).expanduser().resolve() for d in given]
+    for i, d in enumerate(outs):
+        if not d.is_dir():
+            raise CompareError(f"--summarize: {d} is not a directory")
+        if d in outs[:i]:
+            raise CompareError(f"--summarize: {d} is given twice (its rounds would count twice)")
+    return outs
+
+
+def _prepare_run(args: argparse.Namespace) -> Path:
+    """Check --rounds and --cpu, choose the core; the output directory."""
+    if args.rounds < 1:
+        raise CompareError(f"--rounds: given {args.rounds}, allowed: 1 or more")
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    if args.cpu is None and allowed:
+        args.cpu = allowed[-1]
+    if args.cpu is not None and allowed and args.cpu not in allowed:
+        raise CompareError(f"--cpu: given {args.cpu}, allowed: {', '.join(map(str, allowed))}")
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path(args.out).expanduser().resolve() if args.out else DEFAULT_BUILD / "runs" / stamp
 
 
 def _groups(only: list[str] | None) -> tuple[str, ...]:
