@@ -234,6 +234,7 @@ def test_pooled_sets_are_judged_on_every_round_of_every_set(tmp_path: Path, caps
         (lambda d: [d, d], "is given twice (its rounds would count twice)"),
         (lambda d: [d, d / "absent"], "absent is not a directory"),
         (lambda d: [d, d.parent], "holds no results of compare.py"),
+        (lambda d: [d.parent], "holds no results of compare.py"),  # one set, as before
     ],
 )
 def test_pooling_rejects_a_set_given_twice_or_without_rounds(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -275,10 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.summarize:
                 out = Path(args.summarize[0]).expanduser().resolve()
-                groups = S.groups_in(out)
-                if not groups:
-                    raise CompareError(f"--summarize: {out} holds no results of compare.py (no aqA_1.json, "
-                                       "aqD_1.json, aqD1024_1.json)")  # fmt: skip
+                groups = S.groups_required(out)
             else:
                 groups = _groups(args.only)
                 out = _prepare_run(args)

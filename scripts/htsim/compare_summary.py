@@ -276,6 +276,14 @@ def groups_in(out: Path) -> tuple[str, ...]:
     return tuple(g for g in GROUPS if run_file(out, next(run for run in RUNS if run.group == g), 1).exists())
 
 
+def groups_required(out: Path) -> tuple[str, ...]:
+    """``groups_in``, refusing a directory that has none."""
+    groups = groups_in(out)
+    if not groups:
+        raise SummaryError(f"{out}: holds no results of compare.py (no aqA_1.json, aqD_1.json, aqD1024_1.json)")
+    return groups
+
+
 def _absent(out: Path, groups: tuple[str, ...]) -> frozenset[str]:
     """The optional runs of ``groups`` that ``out`` lacks in round 1 (a
     directory written before they were added)."""
@@ -323,10 +331,7 @@ def summarize_dirs(outs: list[Path]) -> dict[str, Any]:
     host or a day that differs shows."""
     if not outs:
         raise SummaryError("no directories to summarise")
-    have = {out: groups_in(out) for out in outs}
-    for out, groups in have.items():
-        if not groups:
-            raise SummaryError(f"{out}: holds no results of compare.py (no aqA_1.json, aqD_1.json, aqD1024_1.json)")
+    have = {out: groups_required(out) for out in outs}
     groups = tuple(g for g in GROUPS if all(g in gs for gs in have.values()))
     if not groups:
         raise SummaryError("no group of runs is in every directory: "
