@@ -165,3 +165,19 @@ def test_fat_tree_ack1_sends_an_ack_for_every_data_packet(tmp_path: Path) -> Non
     assert per_data["D"] < 0.55, per_data  # 0.5, plus the ACKs sent at once (out of order, CE changes)
     for r in rows.values():  # a fat tree's headline and range: packet-hops
         assert r["headline"] == "hops_per_s" and r["hops_per_s_min"] <= r["hops_per_s"] <= r["hops_per_s_max"]
+
+
+
+def test_the_fingerprint_script_shortens_every_bench_scenario() -> None:
+    """scripts/summary_fingerprint.py proves that a change of the engine
+    leaves every benchmark's results bit-identical. Scenarios added to the
+    benchmark without a shortened length there once crashed it (found at
+    stop 38): every scenario needs one, and no stale name may stay."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts/summary_fingerprint.py"
+    spec = importlib.util.spec_from_file_location("_fingerprint", path)
+    assert spec and spec.loader
+    fp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fp)
+    assert set(fp.BENCH_DURATION) == set(SCENARIOS)

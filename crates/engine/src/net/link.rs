@@ -63,6 +63,9 @@ pub struct QueueSlot {
     departure_lookahead: bool,
     /// Sub-queues with a histogram (0: histograms off).
     hist_subqueues: u8,
+    /// The link sends on a shared medium (`Link::medium`): an arrival reads
+    /// that line of the link only then.
+    on_medium: bool,
     sample_every: u32,
     sample_countdown: u32,
     /// Start of the oldest waiting packet (u64::MAX if none): most arrivals
@@ -80,7 +83,7 @@ pub struct QueueSlot {
     tx_cache: (u32, u64, u64, u64),
     // --- the first sub-queue's sojourn histogram (one line) ---
     hist0: Histogram,
-    // --- the fourth line ---
+    // --- the fourth line (with the transmitter's rate) ---
     pub busy_ns: u64,
     /// Data-direction packets sent (the benchmark's "bottleneck packets").
     pub data_departed: u64,
@@ -89,8 +92,10 @@ pub struct QueueSlot {
     pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
     /// Packet capture (`[metrics] pcap`) of this queue; None: off.
     pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
-    /// (Cold, here to start `counters` on a cache line.)
-    pub busy_ns_at_warmup: u64,
+    /// The transmitter's rate, [`Link`]'s own kept in this line: a hop reads
+    /// it with the queue's other hot fields instead of from a line of its
+    /// own at the link's end (`Link::set_rate_bps` keeps the two equal).
+    tx_rate_bps: u64,
     // --- the first sub-queue's counters (two lines), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
@@ -99,6 +104,7 @@ pub struct QueueSlot {
     hist_rest: [Histogram; MAX_SUBQUEUES - 1],
     /// Counters at the end of warm-up (summary statistics exclude warm-up).
     pub counters_at_warmup: [SubqueueCounters; MAX_SUBQUEUES],
+    pub busy_ns_at_warmup: u64,
     in_tx: Option<Packet>,
     rng: SimRng,
     pub samples: Vec<SojournSample>,
@@ -109,17 +115,23 @@ pub struct QueueSlot {
     pub aqm_name: String,
 }
 
-/// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record,
-/// and the rate and medium, read with them on every packet, follow them.
+/// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record.
+/// Aligned to a cache line so that they are six lines in every link: at
+/// 2 160 bytes a link straddled a seventh in three links of four. The
+/// queue's copy of the rate and its medium flag keep a hop from reading
+/// the line that holds `rate_bps` and `medium` (docs/performance.md).
 #[derive(Debug, Clone)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Link {
     pub queue: Option<QueueSlot>,
-    /// 0: pure delay (no transmitter, no queue).
-    pub rate_bps: u64,
+    /// 0: pure delay (no transmitter, no queue). The queue keeps a copy in
+    /// its hot lines (`QueueSlot::tx_rate_bps`); written only through
+    /// [`Link::set_rate_bps`].
+    rate_bps: u64,
     /// The shared medium (`net::medium`) this link sends on, if any: its
     /// transmissions are started by the medium, never by the link alone.
-    pub medium: Option<u32>,
+    /// Set through [`Link::join_medium`].
+    medium: Option<u32>,
     pub name: String,
     pub delay_ns: u64,
     pub loss: f64,
@@ -148,7 +160,6 @@ impl Link {
         use std::mem::offset_of;
         prefetch_bytes(self, 0, HOT_BYTES);
         prefetch_bytes(self, offset_of!(Link, queue) + offset_of!(QueueSlot, qdisc), 1);
-        prefetch_bytes(self, offset_of!(Link, rate_bps), 1);
     }
 
     /// Start loading the queue's tag and sub-queue `sub`'s histogram header
@@ -181,6 +192,34 @@ impl Link {
         Link { name, rate_bps, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
+    /// The transmitter's rate (0: a pure delay).
+    #[inline(always)]
+    pub fn rate_bps(&self) -> u64 {
+        self.rate_bps
+    }
+
+    /// A new rate from now on (`[[links]] rate_schedule`), for the link and
+    /// its queue's copy.
+    pub fn set_rate_bps(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps;
+        if let Some(q) = &mut self.queue {
+            q.tx_rate_bps = rate_bps;
+        }
+    }
+
+    /// The shared medium this link sends on, if any.
+    #[inline(always)]
+    pub fn medium(&self) -> Option<u32> {
+        self.medium
+    }
+
+    /// Send on shared medium `m` (a link with a queue: the medium starts its
+    /// transmissions).
+    pub fn join_medium(&mut self, m: u32) {
+        self.medium = Some(m);
+        self.queue.as_mut().expect("a medium's links have queues").on_medium = true;
+    }
+
     pub fn with_queue(mut self, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
         let nsub = qdisc.subqueue_names().len();
         self.queue = Some(QueueSlot {
@@ -194,8 +233,10 @@ impl Link {
             tx_cache: (0, 0, 0, 0),
             busy_ns: 0,
             busy_ns_at_warmup: 0,
+            tx_rate_bps: self.rate_bps,
             data_departed: 0,
             hist_subqueues: if histograms { nsub as u8 } else { 0 },
+            on_medium: self.medium.is_some(),
             hist0: Histogram::new(),
             hist_rest: Default::default(),
             sample_every,
@@ -277,11 +318,11 @@ impl QueueSlot {
         self.in_tx.is_none()
     }
 
-    /// Take the next packet from the discipline and start sending it at
-    /// `rate_bps`. Returns when transmission ends, or None if nothing to send.
+    /// Take the next packet from the discipline and start sending it at the
+    /// link's rate. Returns when transmission ends, or None if nothing to send.
     #[inline]
-    pub fn start_tx(&mut self, now_ns: u64, rate_bps: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
-        self.start_tx_airtime(now_ns, rate_bps, 0, 0, flow_counters)
+    pub fn start_tx(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
+        self.start_tx_airtime(now_ns, self.tx_rate_bps, 0, 0, flow_counters)
     }
 
     /// As [`Self::start_tx`], on a shared medium (`net::medium`) too: the
@@ -370,6 +411,18 @@ impl QueueSlot {
         }
     }
 
+    /// The transmitter's rate (the link's, see `tx_rate_bps`).
+    #[inline(always)]
+    pub fn tx_rate_bps(&self) -> u64 {
+        self.tx_rate_bps
+    }
+
+    /// The link sends on a shared medium (see `Link::medium`).
+    #[inline(always)]
+    pub fn on_medium(&self) -> bool {
+        self.on_medium
+    }
+
     /// Departure lookahead is on: use [`QueueSlot::arrive_ahead`], never
     /// `arrive`/`start_tx`.
     #[inline(always)]
@@ -384,7 +437,6 @@ impl QueueSlot {
         &mut self,
         now_ns: u64,
         pkt: &mut Packet,
-        rate_bps: u64,
         flow_counters: &mut [FlowQueueCounters],
         log: &mut SojournLog,
         index: u32,
@@ -403,7 +455,7 @@ impl QueueSlot {
         }
         // Transmissions run back to back in arrival order, so this packet
         // starts when the last accepted one ends (or now, if that is past).
-        let tx_ns = self.tx_time(pkt.size_bytes, rate_bps);
+        let tx_ns = self.tx_time(pkt.size_bytes, self.tx_rate_bps);
         let start_ns = self.free_at_ns.max(now_ns);
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
             cap.record(start_ns, pkt); // its dequeue time, known now (see the module docs)
@@ -543,59 +595,5 @@ impl QueueSlot {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::aqm::fifo::{Fifo, FifoConfig};
-    use crate::aqm::testing::{data, env};
-    use crate::packet::Ecn;
-    use crate::sim::rng::Domain;
-
-    fn fifo_link(limit_pkts: u64) -> Link {
-        let rng = || SimRng::derive(1, Domain::Queue, 0);
-        let q = AnyQdisc::Fifo(Fifo::new(FifoConfig {}, &env(10_000_000, limit_pkts)).unwrap());
-        Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(q, "fifo".into(), rng(), true, 0)
-    }
-
-    /// The layout `QueueSlot` documents: what a packet touches lies in the
-    /// first six cache lines (and the discipline's first line).
-    #[test]
-    fn the_hot_fields_share_the_first_cache_lines() {
-        use std::mem::{offset_of, size_of};
-        assert_eq!(offset_of!(Link, queue), 0);
-        assert_eq!(offset_of!(QueueSlot, timer_at), 0);
-        assert!(offset_of!(QueueSlot, tx_cache) + size_of::<(u32, u64, u64, u64)>() <= 128);
-        assert_eq!(offset_of!(QueueSlot, hist0), 128);
-        assert_eq!(size_of::<Histogram>(), 64);
-        assert!(offset_of!(QueueSlot, capture) < 256);
-        assert_eq!(offset_of!(QueueSlot, counters), 256);
-        assert!(offset_of!(QueueSlot, counters) + size_of::<SubqueueCounters>() <= HOT_BYTES);
-    }
-
-    #[test]
-    fn conservation_holds_through_arrivals_drops_and_departures() {
-        let mut link = fifo_link(3);
-        let q = link.queue.as_mut().unwrap();
-        let mut flows = vec![FlowQueueCounters::default(); 2];
-        for _ in 0..5 {
-            q.arrive(0, data(1, Ecn::NotEct), &mut flows); // 3 queued, 2 tail-dropped
-        }
-        q.start_tx(0, 10_000_000, &mut flows).unwrap();
-        q.check_conservation("bottleneck").unwrap();
-        assert_eq!(q.qdisc.len_pkts(), 2);
-    }
-
-    #[test]
-    fn a_lost_packet_is_an_error_naming_the_queue_and_the_counts() {
-        let mut link = fifo_link(10);
-        let q = link.queue.as_mut().unwrap();
-        let mut flows = vec![FlowQueueCounters::default(); 2];
-        q.arrive(0, data(1, Ecn::NotEct), &mut flows);
-        // A discipline that forgot a packet: counted in, neither queued, sent nor dropped.
-        q.counters[0].arrived_pkts += 1;
-        let err = q.check_conservation("bottleneck").unwrap_err();
-        assert_eq!(
-            err,
-            "queue 'bottleneck' lost track of packets: arrived 2 != departed 0 + dropped 0 + resident 1"
-        );
-    }
-}
+#[path = "link_tests.rs"]
+mod tests;

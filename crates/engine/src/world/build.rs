@@ -12,7 +12,7 @@ impl World {
         if s.engine.lookahead {
             for (i, l) in links.iter_mut().enumerate() {
                 // A link on a shared medium waits for the other direction: its departures are not known on arrival.
-                let variable = l.medium.is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
+                let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
                 l.enable_departure_lookahead(variable);
             }
         }

@@ -111,7 +111,7 @@ impl World {
             Event::QdiscTimer(l) => self.on_qdisc_timer(l as usize),
             Event::LinkRateChange(i) => {
                 let (_, link, rate) = self.topology.rate_changes[i as usize];
-                self.links[link as usize].rate_bps = rate;
+                self.links[link as usize].set_rate_bps(rate);
             }
             Event::WorkloadArrival(w) => self.on_workload_arrival(w as usize),
             Event::Sample => self.on_sample(),
@@ -123,12 +123,12 @@ impl World {
     pub(super) fn on_tx_done(&mut self, l: usize) {
         let now = self.now_ns;
         let link = &mut self.links[l];
-        if let Some(m) = link.medium {
+        if let Some(m) = link.medium() {
             return self.medium_tx_done(l, m);
         }
         let q = link.queue.as_mut().expect("only queue links transmit");
         let pkt = q.finish_tx();
-        if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+        if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
         }
         if q.has_feedback() {
@@ -232,17 +232,18 @@ impl World {
                 let link = &mut self.links[l as usize];
                 let q = link.queue.as_mut().expect("queue stage");
                 if q.departs_on_arrival() {
-                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, link.rate_bps, &mut self.flow_counters, &mut self.sojourn_log, l) {
+                    if let Some(leaves_ns) = q.arrive_ahead(now, pkt, &mut self.flow_counters, &mut self.sojourn_log, l) {
                         self.forward_ahead(pkt, pkt.hop + 1, leaves_ns);
                     }
                     return;
                 }
                 pkt.hop += 1;
-                if let Some(m) = link.medium {
+                if q.on_medium() {
+                    let m = link.medium().expect("a queue on a medium has one");
                     return self.medium_arrive(l as usize, m, *pkt);
                 }
                 if q.arrive(now, *pkt, &mut self.flow_counters) {
-                    if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+                    if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
                         self.events.schedule(done, Event::LinkTxDone(l));
                     }
                 }
@@ -420,13 +421,14 @@ impl World {
         }
         q.timer_at = None;
         q.qdisc_timer(now, &mut self.flow_counters);
-        if let Some(m) = link.medium {
+        if q.on_medium() {
+            let m = link.medium().expect("a queue on a medium has one");
             self.medium_timer(m);
             return self.sync_qdisc_timer(l);
         }
         // A timer may release packets (e.g. a shaper); restart an idle transmitter.
         if !q.is_sending() && q.qdisc.len_pkts() > 0 {
-            if let Some(done) = q.start_tx(now, link.rate_bps, &mut self.flow_counters) {
+            if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
                 self.events.schedule(done, Event::LinkTxDone(l as u32));
             }
         }

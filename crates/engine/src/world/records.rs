@@ -91,7 +91,7 @@ impl World {
                 Some(QueueRecord {
                     name: l.name.clone(),
                     aqm: q.aqm_name.clone(),
-                    rate_bps: l.rate_bps,
+                    rate_bps: q.tx_rate_bps(),
                     subqueue_names: names,
                     counters: q.counters[..names.len()].to_vec(),
                     counters_at_warmup: q.counters_at_warmup[..names.len()].to_vec(),

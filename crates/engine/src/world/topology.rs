@@ -151,8 +151,8 @@ impl Topology {
                     if let Some(w) = &spec.wlan {
                         // One transmitter for both directions; the rate trace is the medium's.
                         let m = mediums.len() as u32;
-                        links[fwd as usize].medium = Some(m);
-                        links[rev as usize].medium = Some(m);
+                        links[fwd as usize].join_medium(m);
+                        links[rev as usize].join_medium(m);
                         mediums.push(Medium::new([fwd, rev], w.overhead_ns, w.header_bytes, w.stations));
                         schedule(&mut rate_changes, rev, &spec.rate_schedule);
                     }

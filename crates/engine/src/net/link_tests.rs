@@ -1,0 +1,60 @@
+//! Queue slots: the hot-first layout, conservation of packets, and the
+//! error that names a queue losing one.
+
+use super::*;
+use crate::aqm::fifo::{Fifo, FifoConfig};
+use crate::aqm::testing::{data, env};
+use crate::packet::Ecn;
+use crate::sim::rng::Domain;
+
+fn fifo_link(limit_pkts: u64) -> Link {
+    let rng = || SimRng::derive(1, Domain::Queue, 0);
+    let q = AnyQdisc::Fifo(Fifo::new(FifoConfig {}, &env(10_000_000, limit_pkts)).unwrap());
+    Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(q, "fifo".into(), rng(), true, 0)
+}
+
+/// The layout `QueueSlot` documents: what a packet touches lies in the
+/// first six cache lines (and the discipline's first line).
+#[test]
+fn the_hot_fields_share_the_first_cache_lines() {
+    use std::mem::{offset_of, size_of};
+    assert_eq!(offset_of!(Link, queue), 0);
+    assert_eq!(offset_of!(QueueSlot, timer_at), 0);
+    assert!(offset_of!(QueueSlot, tx_cache) + size_of::<(u32, u64, u64, u64)>() <= 128);
+    assert_eq!(offset_of!(QueueSlot, hist0), 128);
+    assert_eq!(size_of::<Histogram>(), 64);
+    assert!(offset_of!(QueueSlot, capture) < 256);
+    assert!(offset_of!(QueueSlot, tx_rate_bps) < 256 && offset_of!(QueueSlot, on_medium) < 64);
+    assert_eq!(offset_of!(QueueSlot, counters), 256);
+    assert!(offset_of!(QueueSlot, counters) + size_of::<SubqueueCounters>() <= HOT_BYTES);
+    // Every link of a table starts on a line, so the six are six.
+    assert_eq!(std::mem::align_of::<Link>(), 64);
+}
+
+#[test]
+fn conservation_holds_through_arrivals_drops_and_departures() {
+    let mut link = fifo_link(3);
+    let q = link.queue.as_mut().unwrap();
+    let mut flows = vec![FlowQueueCounters::default(); 2];
+    for _ in 0..5 {
+        q.arrive(0, data(1, Ecn::NotEct), &mut flows); // 3 queued, 2 tail-dropped
+    }
+    q.start_tx(0, &mut flows).unwrap();
+    q.check_conservation("bottleneck").unwrap();
+    assert_eq!(q.qdisc.len_pkts(), 2);
+}
+
+#[test]
+fn a_lost_packet_is_an_error_naming_the_queue_and_the_counts() {
+    let mut link = fifo_link(10);
+    let q = link.queue.as_mut().unwrap();
+    let mut flows = vec![FlowQueueCounters::default(); 2];
+    q.arrive(0, data(1, Ecn::NotEct), &mut flows);
+    // A discipline that forgot a packet: counted in, neither queued, sent nor dropped.
+    q.counters[0].arrived_pkts += 1;
+    let err = q.check_conservation("bottleneck").unwrap_err();
+    assert_eq!(
+        err,
+        "queue 'bottleneck' lost track of packets: arrived 2 != departed 0 + dropped 0 + resident 1"
+    );
+}
