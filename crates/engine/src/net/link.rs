@@ -92,9 +92,8 @@ pub struct QueueSlot {
     pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
     /// Packet capture (`[metrics] pcap`) of this queue; None: off.
     pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
-    /// The transmitter's rate, [`Link`]'s own kept in this line: a hop reads
-    /// it with the queue's other hot fields instead of from a line of its
-    /// own at the link's end (`Link::set_rate_bps` keeps the two equal).
+    /// The transmitter's rate: here, a hop reads it with the queue's other
+    /// hot fields, not from a line of its own (`Link::set_rate_bps`).
     tx_rate_bps: u64,
     // --- the first sub-queue's counters (two lines), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
@@ -115,19 +114,18 @@ pub struct QueueSlot {
     pub aqm_name: String,
 }
 
+/// A link: a pure delay, or a queue and its transmitter before the delay.
+///
 /// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record.
 /// Aligned to a cache line so that they are six lines in every link: at
 /// 2 160 bytes a link straddled a seventh in three links of four. The
-/// queue's copy of the rate and its medium flag keep a hop from reading
-/// the line that holds `rate_bps` and `medium` (docs/performance.md).
+/// rate lives in the queue, and a flag there says whether `medium` needs
+/// reading, so a hop reads nothing of the link past its queue's hot lines
+/// (docs/performance.md).
 #[derive(Debug, Clone)]
 #[repr(C, align(64))]
 pub struct Link {
     pub queue: Option<QueueSlot>,
-    /// 0: pure delay (no transmitter, no queue). The queue keeps a copy in
-    /// its hot lines (`QueueSlot::tx_rate_bps`); written only through
-    /// [`Link::set_rate_bps`].
-    rate_bps: u64,
     /// The shared medium (`net::medium`) this link sends on, if any: its
     /// transmissions are started by the medium, never by the link alone.
     /// Set through [`Link::join_medium`].
@@ -188,23 +186,14 @@ impl Link {
         self.queue.as_mut().expect("only queues log sojourns").hist_mut(sub).count_run(b, n);
     }
 
-    pub fn new(name: String, rate_bps: u64, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
-        Link { name, rate_bps, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
+    /// A pure delay; [`Link::with_queue`] gives it a queue and transmitter.
+    pub fn new(name: String, delay_ns: u64, loss: f64, mark: f64, rng: SimRng) -> Self {
+        Link { name, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
-    /// The transmitter's rate (0: a pure delay).
-    #[inline(always)]
-    pub fn rate_bps(&self) -> u64 {
-        self.rate_bps
-    }
-
-    /// A new rate from now on (`[[links]] rate_schedule`), for the link and
-    /// its queue's copy.
+    /// A new transmitter rate from now on (`rate_schedule`).
     pub fn set_rate_bps(&mut self, rate_bps: u64) {
-        self.rate_bps = rate_bps;
-        if let Some(q) = &mut self.queue {
-            q.tx_rate_bps = rate_bps;
-        }
+        self.queue.as_mut().expect("only links with a queue have a rate").tx_rate_bps = rate_bps;
     }
 
     /// The shared medium this link sends on, if any.
@@ -220,7 +209,8 @@ impl Link {
         self.queue.as_mut().expect("a medium's links have queues").on_medium = true;
     }
 
-    pub fn with_queue(mut self, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
+    /// A queue and a transmitter of `rate_bps` before the delay.
+    pub fn with_queue(mut self, rate_bps: u64, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
         let nsub = qdisc.subqueue_names().len();
         self.queue = Some(QueueSlot {
             qdisc,
@@ -233,7 +223,7 @@ impl Link {
             tx_cache: (0, 0, 0, 0),
             busy_ns: 0,
             busy_ns_at_warmup: 0,
-            tx_rate_bps: self.rate_bps,
+            tx_rate_bps: rate_bps,
             data_departed: 0,
             hist_subqueues: if histograms { nsub as u8 } else { 0 },
             on_medium: self.medium.is_some(),
@@ -411,7 +401,7 @@ impl QueueSlot {
         }
     }
 
-    /// The transmitter's rate (the link's, see `tx_rate_bps`).
+    /// The transmitter's rate.
     #[inline(always)]
     pub fn tx_rate_bps(&self) -> u64 {
         self.tx_rate_bps

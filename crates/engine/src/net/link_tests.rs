@@ -10,7 +10,7 @@ use crate::sim::rng::Domain;
 fn fifo_link(limit_pkts: u64) -> Link {
     let rng = || SimRng::derive(1, Domain::Queue, 0);
     let q = AnyQdisc::Fifo(Fifo::new(FifoConfig {}, &env(10_000_000, limit_pkts)).unwrap());
-    Link::new("bottleneck".into(), 10_000_000, 0, 0.0, 0.0, rng()).with_queue(q, "fifo".into(), rng(), true, 0)
+    Link::new("bottleneck".into(), 0, 0.0, 0.0, rng()).with_queue(10_000_000, q, "fifo".into(), rng(), true, 0)
 }
 
 /// The layout `QueueSlot` documents: what a packet touches lies in the

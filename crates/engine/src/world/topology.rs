@@ -63,8 +63,9 @@ pub fn queue_link(index: usize, wire: Wire, q: QueueBuild, opt: QueueOptions) ->
     let env = QdiscEnv { link_rate_bps: told, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, told) };
     let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
     let rng = SimRng::derive(opt.seed, Domain::Link, index as u64);
-    let link = Link::new(wire.name, wire.rate_bps, wire.delay_ns, wire.loss, wire.mark, rng);
+    let link = Link::new(wire.name, wire.delay_ns, wire.loss, wire.mark, rng);
     Ok(link.with_queue(
+        wire.rate_bps,
         qdisc,
         q.aqm.to_string(),
         SimRng::derive(opt.seed, Domain::Queue, index as u64),
@@ -182,7 +183,7 @@ impl Topology {
             }
             None => {
                 let (loss, mark) = if reverse { (0.0, 0.0) } else { (spec.loss, spec.mark) };
-                Link::new(name, 0, spec.delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, i as u64))
+                Link::new(name, spec.delay_ns, loss, mark, SimRng::derive(opt.seed, Domain::Link, i as u64))
             }
         };
         links.push(link);
