@@ -205,7 +205,7 @@ pub fn goodput_intervals(series: &FlowSeries, warm_ns: u64, end_ns: u64, interva
     total.windows(2).map(|w| w[1].saturating_sub(w[0]) as f64 * 8.0 / secs).collect()
 }
 
-pub fn build(r: RunRecords) -> Results {
+pub fn build(mut r: RunRecords) -> Results {
     let warm = r.warmup_ns;
     let end = r.end_ns;
     let window = (end - warm).max(1);
@@ -289,7 +289,17 @@ pub fn build(r: RunRecords) -> Results {
 
     // Queues.
     let mut rows = QueueRows::for_queues(&r.queues);
-    let queues_json: Vec<Value> = r.queues.iter().map(|q| summarize_queue(q, window, &mut rows)).collect();
+    let queues_json: Vec<Value> = r
+        .queues
+        .iter_mut()
+        .map(|q| {
+            let v = summarize_queue(q, window, &mut rows);
+            // Its rows are written: free the histograms now, not after the
+            // whole table is built (a k = 16 fat tree's are about 28 MB).
+            q.hist = Vec::new();
+            v
+        })
+        .collect();
     let mut samples = (vec![], TextColumn::new(), TextColumn::new(), vec![], vec![]);
     for q in &r.queues {
         for &(ts, sub, flow, soj) in &q.samples {
