@@ -167,7 +167,6 @@ def test_fat_tree_ack1_sends_an_ack_for_every_data_packet(tmp_path: Path) -> Non
         assert r["headline"] == "hops_per_s" and r["hops_per_s_min"] <= r["hops_per_s"] <= r["hops_per_s_max"]
 
 
-
 def test_the_fingerprint_script_shortens_every_bench_scenario() -> None:
     """scripts/summary_fingerprint.py proves that a change of the engine
     leaves every benchmark's results bit-identical. Scenarios added to the
