@@ -109,7 +109,8 @@ pub struct QdiscCtx<'a> {
     pub(crate) counters: &'a mut [SubqueueCounters; MAX_SUBQUEUES],
     pub(crate) flow_counters: &'a mut [FlowQueueCounters],
     /// Control packets for flows' sources (see [`QdiscCtx::notify_source`]);
-    /// `None` where the caller routes no feedback.
+    /// `None` where the caller routes no feedback, or the discipline sends
+    /// none ([`Qdisc::notifies_sources`]).
     pub(crate) feedback: Option<&'a mut Vec<Packet>>,
     /// The queue's packet capture, which logs drops (`[metrics] pcap`).
     pub(crate) capture: Option<&'a mut drop_log::DropLog>,
@@ -133,9 +134,11 @@ impl<'a> QdiscCtx<'a> {
     }
 
     /// Collect what [`QdiscCtx::notify_source`] sends into `out`; the engine
-    /// routes it from there (the queue slot's feedback buffer).
-    pub fn with_feedback(mut self, out: &'a mut Vec<Packet>) -> Self {
-        self.feedback = Some(out);
+    /// routes it from there (the queue slot's feedback buffer). `None`: the
+    /// discipline sends nothing ([`Qdisc::notifies_sources`]).
+    #[inline(always)]
+    pub fn with_feedback(mut self, out: Option<&'a mut Vec<Packet>>) -> Self {
+        self.feedback = out;
         self
     }
 
@@ -153,9 +156,8 @@ impl<'a> QdiscCtx<'a> {
         msg.flow = about.flow;
         msg.ts_ns = self.now_ns;
         msg.enq_ns = self.now_ns;
-        if let Some(out) = self.feedback.as_deref_mut() {
-            out.push(msg);
-        }
+        let out = self.feedback.as_deref_mut();
+        out.expect("a discipline that notifies sources says so (Qdisc::notifies_sources)").push(msg);
     }
 
     /// Discard `pkt` for `reason`.
@@ -292,6 +294,12 @@ pub trait Qdisc {
         None
     }
     fn on_timer(&mut self, _ctx: &mut QdiscCtx) {}
+    /// Whether the discipline sends control packets to sources
+    /// ([`QdiscCtx::notify_source`]); only then does the engine give it a
+    /// feedback buffer and look into it after each packet.
+    fn notifies_sources(&self) -> bool {
+        false
+    }
     /// Names of internal probabilities/state worth plotting over time.
     fn probe_names(&self) -> &'static [&'static str] {
         &[]
@@ -441,6 +449,9 @@ impl Qdisc for AnyQdisc {
     }
     fn on_timer(&mut self, ctx: &mut QdiscCtx) {
         dispatch!(self, q => q.on_timer(ctx))
+    }
+    fn notifies_sources(&self) -> bool {
+        dispatch!(self, q => q.notifies_sources())
     }
     fn probe_names(&self) -> &'static [&'static str] {
         dispatch!(self, q => q.probe_names())

@@ -202,6 +202,9 @@ impl Qcn {
 }
 
 impl Qdisc for Qcn {
+    fn notifies_sources(&self) -> bool {
+        true
+    }
     #[inline]
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
         let arrived = pkt;

@@ -25,7 +25,7 @@ impl<Q: Qdisc> Harness<Q> {
     }
     pub fn ctx(&mut self, now_ns: u64) -> (&mut Q, QdiscCtx<'_>) {
         let ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, &mut self.flows);
-        (&mut self.q, ctx.with_feedback(&mut self.feedback))
+        (&mut self.q, ctx.with_feedback(Some(&mut self.feedback)))
     }
     #[track_caller]
     pub fn enqueue(&mut self, now_ns: u64, mut pkt: Packet) {

@@ -48,9 +48,13 @@ struct Waiting {
 /// touched: a packet's pass through a queue with departure lookahead reads
 /// and writes the first six cache lines (the scalars below, the first
 /// sub-queue's histogram header and counters) and the discipline's first
-/// line, and nothing else of the slot. A fat tree holds thousands of
-/// queues and consecutive hops touch unrelated ones, so each of those lines
-/// is a cache miss; kept together they are few (docs/performance.md).
+/// line, and nothing else of the slot. Without departure lookahead (the
+/// AQMs) a packet's pass also reads the packet on the wire, one line after
+/// the discipline; flags in the first line say whether it must read more
+/// (a medium, random loss or marking, feedback to sources). A fat tree
+/// holds thousands of queues and consecutive hops touch unrelated ones, so
+/// each of those lines is a cache miss; kept together they are few
+/// (docs/performance.md).
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct QueueSlot {
@@ -66,8 +70,15 @@ pub struct QueueSlot {
     /// The link sends on a shared medium (`Link::medium`): an arrival reads
     /// that line of the link only then.
     on_medium: bool,
+    /// The link loses or marks at random (`Link::loss`, `Link::mark`): a
+    /// departure reads those fields, in the link's last line, only then.
+    link_random: bool,
     sample_every: u32,
     sample_countdown: u32,
+    /// The discipline sends control packets to sources
+    /// ([`Qdisc::notifies_sources`]): only then has it a `feedback` buffer,
+    /// and only then does a packet's pass read it (a cold line).
+    notifies_sources: bool,
     /// Start of the oldest waiting packet (u64::MAX if none): most arrivals
     /// find nothing started and test this field, not the ring's front.
     next_start_ns: u64,
@@ -98,13 +109,16 @@ pub struct QueueSlot {
     // --- the first sub-queue's counters (two lines), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
+    /// The packet on the wire (queues without departure lookahead): one
+    /// line, right after the discipline, read and written on every packet
+    /// there.
+    in_tx: Option<Packet>,
     // --- rarely touched ---
     /// Histograms of the sub-queues after the first.
     hist_rest: [Histogram; MAX_SUBQUEUES - 1],
     /// Counters at the end of warm-up (summary statistics exclude warm-up).
     pub counters_at_warmup: [SubqueueCounters; MAX_SUBQUEUES],
     pub busy_ns_at_warmup: u64,
-    in_tx: Option<Packet>,
     rng: SimRng,
     pub samples: Vec<SojournSample>,
     /// Control packets the discipline sent to sources (`QdiscCtx::notify_source`),
@@ -132,8 +146,10 @@ pub struct Link {
     medium: Option<u32>,
     pub name: String,
     pub delay_ns: u64,
-    pub loss: f64,
-    pub mark: f64,
+    /// Random loss and marking probabilities, fixed at [`Link::new`]
+    /// (the queue keeps whether either is set, `QueueSlot::link_random`).
+    loss: f64,
+    mark: f64,
     rng: SimRng,
     /// Listed in the summary's queue table.
     pub report: bool,
@@ -191,6 +207,15 @@ impl Link {
         Link { name, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
+    /// The link loses or marks packets at random.
+    #[inline(always)]
+    pub fn loses_or_marks(&self) -> bool {
+        match &self.queue {
+            Some(q) => q.link_random,
+            None => self.loss > 0.0 || self.mark > 0.0,
+        }
+    }
+
     /// A new transmitter rate from now on (`rate_schedule`).
     pub fn set_rate_bps(&mut self, rate_bps: u64) {
         self.queue.as_mut().expect("only links with a queue have a rate").tx_rate_bps = rate_bps;
@@ -212,6 +237,7 @@ impl Link {
     /// A queue and a transmitter of `rate_bps` before the delay.
     pub fn with_queue(mut self, rate_bps: u64, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
         let nsub = qdisc.subqueue_names().len();
+        let notifies_sources = qdisc.notifies_sources();
         self.queue = Some(QueueSlot {
             qdisc,
             aqm_name,
@@ -227,6 +253,8 @@ impl Link {
             data_departed: 0,
             hist_subqueues: if histograms { nsub as u8 } else { 0 },
             on_medium: self.medium.is_some(),
+            link_random: self.loss > 0.0 || self.mark > 0.0,
+            notifies_sources,
             hist0: Histogram::new(),
             hist_rest: Default::default(),
             sample_every,
@@ -249,7 +277,7 @@ impl Link {
     /// the discipline decides on arrival, and the link neither changes rate
     /// (`has_rate_schedule`) nor loses or marks at random.
     pub fn enable_departure_lookahead(&mut self, has_rate_schedule: bool) {
-        let fixed = !has_rate_schedule && self.loss == 0.0 && self.mark == 0.0;
+        let fixed = !has_rate_schedule && !self.loses_or_marks();
         if let Some(q) = &mut self.queue {
             q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
             if q.departure_lookahead {
@@ -302,7 +330,7 @@ impl QueueSlot {
             cap.record(now_ns, &pkt);
         }
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback)
+            .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
             .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         self.qdisc.classify_and_enqueue(pkt, &mut ctx);
         self.in_tx.is_none()
@@ -329,7 +357,7 @@ impl QueueSlot {
     ) -> Option<u64> {
         debug_assert!(self.in_tx.is_none());
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback)
+            .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
             .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         let pkt = self.qdisc.dequeue(&mut ctx)?;
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
@@ -542,12 +570,12 @@ impl QueueSlot {
     /// The discipline has control packets for sources waiting to be routed.
     #[inline(always)]
     pub fn has_feedback(&self) -> bool {
-        !self.feedback.is_empty()
+        self.notifies_sources && !self.feedback.is_empty()
     }
 
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(&mut self.feedback)
+            .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
             .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         self.qdisc.on_timer(&mut ctx);
     }

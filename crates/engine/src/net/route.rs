@@ -119,7 +119,7 @@ pub fn compile_with(
                     stages.push(Stage::Queue(l));
                     line_needed = q.departs_on_arrival();
                     owner = if line_per_queue { l } else { SHARED };
-                } else if link.loss > 0.0 || link.mark > 0.0 {
+                } else if link.loses_or_marks() {
                     lossy.push(l);
                 }
                 acc_ns += link.delay_ns;

@@ -322,7 +322,7 @@ fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
             Hop::Delay(d) => lead += d,
             Hop::Link(l) => {
                 let link = &links[l as usize];
-                if link.queue.is_some() || link.loss > 0.0 || link.mark > 0.0 {
+                if link.queue.is_some() || link.loses_or_marks() {
                     break;
                 }
                 lead += link.delay_ns;

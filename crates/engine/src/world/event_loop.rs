@@ -123,10 +123,13 @@ impl World {
     pub(super) fn on_tx_done(&mut self, l: usize) {
         let now = self.now_ns;
         let link = &mut self.links[l];
-        if let Some(m) = link.medium() {
+        let q = link.queue.as_mut().expect("only queue links transmit");
+        // The queue's flag, not `link.medium()`: the link's last cache line
+        // stays unread on every hop (see `QueueSlot::on_medium`).
+        if q.on_medium() {
+            let m = link.medium().expect("a queue on a medium has one");
             return self.medium_tx_done(l, m);
         }
-        let q = link.queue.as_mut().expect("only queue links transmit");
         let pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
@@ -142,7 +145,8 @@ impl World {
     #[inline]
     pub(super) fn leave_link(&mut self, l: usize, mut pkt: Packet) {
         let link = &mut self.links[l];
-        if (link.loss == 0.0 && link.mark == 0.0) || link.apply_random(&mut pkt, &mut self.flow_counters) {
+        // The queue's flag, not the fields: the link's last line stays unread.
+        if !link.loses_or_marks() || link.apply_random(&mut pkt, &mut self.flow_counters) {
             self.forward(&mut pkt);
         }
     }
