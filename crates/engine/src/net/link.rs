@@ -238,6 +238,7 @@ impl Link {
     pub fn with_queue(mut self, rate_bps: u64, qdisc: AnyQdisc, aqm_name: String, rng: SimRng, histograms: bool, sample_every: u32) -> Self {
         let nsub = qdisc.subqueue_names().len();
         let notifies_sources = qdisc.notifies_sources();
+        let link_random = self.loses_or_marks();
         self.queue = Some(QueueSlot {
             qdisc,
             aqm_name,
@@ -253,7 +254,7 @@ impl Link {
             data_departed: 0,
             hist_subqueues: if histograms { nsub as u8 } else { 0 },
             on_medium: self.medium.is_some(),
-            link_random: self.loss > 0.0 || self.mark > 0.0,
+            link_random,
             notifies_sources,
             hist0: Histogram::new(),
             hist_rest: Default::default(),
@@ -329,11 +330,20 @@ impl QueueSlot {
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
             cap.record(now_ns, &pkt);
         }
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
+        let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
+        qdisc.classify_and_enqueue(pkt, &mut ctx);
+        self.in_tx.is_none()
+    }
+
+    /// The discipline and what it may touch at `now_ns` (its random stream,
+    /// the counters, the capture's drop log, and the feedback buffer if it
+    /// notifies sources), borrowed apart so that one can be passed to the other.
+    #[inline(always)]
+    fn qdisc_and_ctx<'a>(&'a mut self, now_ns: u64, flow_counters: &'a mut [FlowQueueCounters]) -> (&'a mut AnyQdisc, QdiscCtx<'a>) {
+        let ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
             .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
             .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
-        self.qdisc.classify_and_enqueue(pkt, &mut ctx);
-        self.in_tx.is_none()
+        (&mut self.qdisc, ctx)
     }
 
     /// Take the next packet from the discipline and start sending it at the
@@ -356,10 +366,8 @@ impl QueueSlot {
         flow_counters: &mut [FlowQueueCounters],
     ) -> Option<u64> {
         debug_assert!(self.in_tx.is_none());
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
-            .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
-        let pkt = self.qdisc.dequeue(&mut ctx)?;
+        let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
+        let pkt = qdisc.dequeue(&mut ctx)?;
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
             cap.record(now_ns, &pkt);
         }
@@ -509,10 +517,8 @@ impl QueueSlot {
     }
 
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
-        let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters)
-            .with_feedback(self.notifies_sources.then_some(&mut self.feedback))
-            .with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
-        self.qdisc.on_timer(&mut ctx);
+        let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
+        qdisc.on_timer(&mut ctx);
     }
 
     /// arrived = departed + dropped + resident (+1 while a packet is on the wire).

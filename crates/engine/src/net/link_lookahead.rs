@@ -27,6 +27,7 @@ impl QueueSlot {
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
             cap.record(now_ns, pkt);
         }
+        // No feedback buffer: a discipline that decides on arrival sends none.
         let mut ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, flow_counters).with_capture(self.capture.as_deref_mut().map(|c| &mut c.drops));
         if !self.qdisc.classify_and_admit(pkt, self.waiting.len(), self.waiting_bytes, &mut ctx) {
             return None;
