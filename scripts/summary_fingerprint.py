@@ -39,7 +39,7 @@ EXAMPLES = ROOT / "examples"
 BENCH_DURATION = {
     "A-10": "2s", "A-100": "1s", "A-10-ack1": "2s", "A-100-ack1": "1s", "B": "5s",
     "C-10": "2s", "C-1000": "200ms", "C-10000": "50ms",
-    "D": "12ms", "D-ack1": "12ms", "D-1024": "2ms", "D-1024-ack1": "2ms",
+    "D": "12ms", "D-ack1": "12ms", "D-1024": "2ms", "D-1024-ack1": "2ms", "D-codel": "12ms",
 }
 
 

@@ -42,10 +42,15 @@ def test_every_bench_scenario_matches_its_definition() -> None:
             n = validate(s)
             ft = n["topology"]["fat_tree"]
             k = 16 if name.startswith("D-1024") else 8
-            assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (k, "10Gbps", "1us", "step")
-            assert n["duration"] == ("20ms" if k == 16 else "100ms")
+            if name == "D-codel":  # D, with CoDel marking on every port
+                assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (8, "10Gbps", "1us", "codel")
+                assert ft["params"] == {"target": "20us", "interval": "200us", "ecn": True}
+                assert n["duration"] == "50ms" and ft["buffer"] == "250pkt"
+            else:
+                assert (ft["k"], ft["rate"], ft["delay"], ft["aqm"]) == (k, "10Gbps", "1us", "step")
+                assert n["duration"] == ("20ms" if k == 16 else "100ms")
+                assert ft["params"]["threshold"] == "65pkt" and ft["buffer"] == "250pkt"
             assert n["tcp"]["delayed_ack"] is (not name.endswith("-ack1"))
-            assert ft["params"]["threshold"] == "65pkt" and ft["buffer"] == "250pkt"
             assert n["flows"][0]["pattern"] == "permutation" and n["flows"][0]["cc"] == "dctcp"
             w = n["workloads"][0]
             assert (w["kind"], w["every"], w["senders"], w["cc"]) == ("incast", "10ms", 32, "dctcp")

@@ -159,7 +159,8 @@ def test_list_describes_every_scenario_from_its_definition(capsys: pytest.Captur
         assert by_name[name].endswith(by_name[name.removesuffix("-ack1")].split("; ")[-1])
         assert describe(name) == describe(name.removesuffix("-ack1")).replace("; ", ", an ACK for every packet; ")
         assert "ACK" not in by_name[name.removesuffix("-ack1")]
-    assert list(SCENARIOS[SCENARIOS.index("D-1024"):]) == ["D-1024", "D-ack1", "D-1024-ack1"]
+    assert list(SCENARIOS[SCENARIOS.index("D-1024"):]) == ["D-1024", "D-ack1", "D-1024-ack1", "D-codel"]
+    assert "AQM codel (target 20 µs, interval 200 µs, ECN), 250pkt buffer per port; 50 ms simulated" in by_name["D-codel"]
     for name in SCENARIOS:  # read from the tree, not a second list
         assert f"AQM {(scenario(name).get('bottleneck') or scenario(name)['topology']['fat_tree'])['aqm']}" in describe(name)
 

@@ -25,6 +25,12 @@ Fixed scenarios:
 * D-ack1, D-1024-ack1: D and D-1024 with an ACK for every data packet
   (``tcp.delayed_ack = false``), as htsim's sink: the equal-work comparison
   with htsim's fat tree (docs/performance.md, "htsim's fat tree").
+* D-codel: D with CoDel (RFC 8289) marking ECN on every port instead of step
+  marking, 50 ms simulated: the cost of a hop through a queue that decides
+  at dequeue, as every AQM but step marking does. Target 20 µs, interval
+  200 µs are our choice, scaled down from RFC 8289's Internet defaults
+  (interval about a worst-case RTT, §4.3: a 12-hop round trip of 26 µs plus
+  the queues; target 10 % of the interval, §4.4).
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -68,7 +74,7 @@ from aqmlab.bench_table import rate_text, table
 __all__ = ["METRICS", "SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
-             "D-1024-ack1")  # fmt: skip
+             "D-1024-ack1", "D-codel")  # fmt: skip
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -112,12 +118,17 @@ def _b() -> dict[str, Any]:
     }
 
 
-def _fat_tree(k: int, duration: str) -> dict[str, Any]:
+#: The queue on every port of D and D-1024 (scenario A's), and of D-codel.
+_STEP = ("step", {"threshold": "65pkt"})
+_CODEL = ("codel", {"target": "20us", "interval": "200us", "ecn": True})
+
+
+def _fat_tree(k: int, duration: str, aqm: tuple[str, dict[str, Any]] = _STEP) -> dict[str, Any]:
     return {
-        "name": f"bench-fat-tree-{k}",
+        "name": f"bench-fat-tree-{k}" + ("" if aqm == _STEP else f"-{aqm[0]}"),
         "duration": duration,
         "topology": {"fat_tree": {"k": k, "rate": "10Gbps", "delay": "1us", "buffer": "250pkt",
-                                  "aqm": "step", "params": {"threshold": "65pkt"}}},  # fmt: skip
+                                  "aqm": aqm[0], "params": dict(aqm[1])}},  # fmt: skip
         "flows": [{"cc": "dctcp", "pattern": "permutation", "start_jitter": "1ms"}],
         "workloads": [{"kind": "incast", "cc": "dctcp", "every": "10ms", "start": "10ms", "senders": 32,
                        "size": {"dist": "fixed", "mean": "64KB"}}],  # fmt: skip
@@ -141,6 +152,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         s = _b()
     elif base == "D":
         s = _fat_tree(8, "100ms")
+    elif base == "D-codel":
+        s = _fat_tree(8, "50ms", _CODEL)
     else:  # D-1024
         s = _fat_tree(16, "20ms")
     if name != base:
@@ -209,7 +222,11 @@ def describe(name: str) -> str:
         for w in s.get("workloads", []):
             parts.append(f"{w['kind']} of {w['senders']} x {w['size']['mean']} ({w['cc'].upper()}) every "
                          f"{_time_text(w['every'])}")  # fmt: skip
-    aqm = f"AQM {q['aqm']}" + (f" (marks at {q['params']['threshold']})" if "threshold" in q.get("params", {}) else "")
+    params = q.get("params", {})
+    aqm = f"AQM {q['aqm']}" + (f" (marks at {params['threshold']})" if "threshold" in params else "")
+    if "target" in params:
+        aqm += f" (target {_time_text(params['target'])}, interval {_time_text(params['interval'])}" + (
+            ", ECN)" if params.get("ecn") else ")")
     per_port = " per port" if "topology" in s else ""
     parts.append(aqm + (f", {q['buffer']} buffer{per_port}" if "buffer" in q else ""))
     if s.get("tcp", {}).get("delayed_ack") is False:
