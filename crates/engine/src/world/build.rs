@@ -14,7 +14,6 @@ impl World {
                 // A link on a shared medium waits for the other direction: its departures are not known on arrival.
                 let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
                 l.enable_departure_lookahead(variable);
-                l.enable_early_hand_off();
             }
         }
         let mut w = World {

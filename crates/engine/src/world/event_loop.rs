@@ -130,14 +130,6 @@ impl World {
             let m = link.medium().expect("a queue on a medium has one");
             return self.medium_tx_done(l, m);
         }
-        if q.hands_on_early() {
-            let held = q.end_tx();
-            self.start_early(l as u32);
-            if let Some(pkt) = held {
-                self.forward(&mut { pkt });
-            }
-            return;
-        }
         let pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
@@ -250,15 +242,6 @@ impl World {
                     return;
                 }
                 pkt.hop += 1;
-                if q.hands_on_early() {
-                    q.settle_tx_end(now, &mut self.flow_counters);
-                    if q.arrive(now, *pkt, &mut self.flow_counters) {
-                        self.start_early(l);
-                    } else if let Some(t) = q.arm_tx_end() {
-                        self.events.schedule(t, Event::LinkTxDone(l));
-                    }
-                    return;
-                }
                 if q.on_medium() {
                     let m = link.medium().expect("a queue on a medium has one");
                     return self.medium_arrive(l as usize, m, *pkt);
@@ -273,34 +256,6 @@ impl World {
                 }
             }
             Some(line) => self.enter_line(pkt, line, pkt.hop, now),
-        }
-    }
-
-    /// Early hand-off (see `net::link`): start queue `l`'s next transmission,
-    /// if it has a packet, and hand that packet on now when a lossless line
-    /// follows; schedule the end of the transmission only if something
-    /// waits for it.
-    #[inline]
-    pub(super) fn start_early(&mut self, l: u32) {
-        let now = self.now_ns;
-        let q = self.links[l as usize].queue.as_mut().expect("a queue");
-        let Some(done) = q.start_tx(now, &mut self.flow_counters) else { return };
-        let p = q.packet_on_wire().expect("a packet just started");
-        // A lossy line draws its random numbers in entry order, which early
-        // entries would change: such packets wait for their event.
-        let line = match self.routes.stage(p.route, p.hop) {
-            Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) if self.lines[d as usize].lossy_links.is_empty() => Some(line),
-            _ => None,
-        };
-        let mut handed = line.map(|_| q.hand_on());
-        if let Some(t) = q.arm_tx_end() {
-            self.events.schedule(t, Event::LinkTxDone(l));
-        }
-        if let (Some(pkt), Some(line)) = (&mut handed, line) {
-            if done <= self.end_ns {
-                let hop = pkt.hop;
-                self.enter_line(pkt, line, hop, done);
-            }
         }
     }
 
@@ -357,7 +312,6 @@ impl World {
         let now = self.now_ns;
         for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(q) = &mut l.queue {
-                q.settle_tx_end(now, &mut self.flow_counters);
                 q.start_due(now, &mut self.sojourn_log, i as u32);
                 q.settle_sojourn_runs();
             }
@@ -470,9 +424,6 @@ impl World {
             return;
         }
         q.timer_at = None;
-        if q.hands_on_early() {
-            q.settle_tx_end(now, &mut self.flow_counters);
-        }
         q.qdisc_timer(now, &mut self.flow_counters);
         if q.on_medium() {
             let m = link.medium().expect("a queue on a medium has one");
@@ -480,16 +431,6 @@ impl World {
             return self.sync_qdisc_timer(l);
         }
         // A timer may release packets (e.g. a shaper); restart an idle transmitter.
-        if q.hands_on_early() {
-            if q.is_sending() {
-                if let Some(t) = q.arm_tx_end() {
-                    self.events.schedule(t, Event::LinkTxDone(l as u32));
-                }
-            } else if q.qdisc.len_pkts() > 0 {
-                self.start_early(l as u32);
-            }
-            return self.sync_qdisc_timer(l);
-        }
         if !q.is_sending() && q.qdisc.len_pkts() > 0 {
             if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
                 self.events.schedule(done, Event::LinkTxDone(l as u32));
