@@ -29,8 +29,8 @@ Fixed scenarios:
   marking, 50 ms simulated: the cost of a hop through a queue that decides
   at dequeue, as every AQM but step marking does. Target 20 µs, interval
   200 µs are our choice, scaled down from RFC 8289's Internet defaults
-  (interval about a worst-case RTT, §4.3: a 12-hop round trip of 26 µs plus
-  the queues; target 10 % of the interval, §4.4).
+  (interval about a worst-case RTT, §4.3: a 12-hop round trip of about 20 µs
+  plus the queues; target 10 % of the interval, §4.4).
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
