@@ -194,6 +194,20 @@ def _time_text(text: str) -> str:
     return f"{seconds * 1e9:g} ns"
 
 
+def _params_text(params: dict[str, Any]) -> str:
+    """An AQM's parameters, read by a person: 'marks at 65pkt';
+    'target 20 µs, interval 200 µs, ECN' (a flag by its name when on)."""
+    words = []
+    for key, value in params.items():
+        if key == "threshold":
+            words.append(f"marks at {value}")
+        elif isinstance(value, bool):
+            words += [key.upper()] if value else []
+        else:
+            words.append(f"{key} {_time_text(value) if isinstance(value, str) else value}")
+    return ", ".join(words)
+
+
 def describe(name: str) -> str:
     """One line on a benchmark (topology, flows, CC, AQM, simulated time),
     read from its scenario tree, so `--list` cannot drift from the
@@ -222,11 +236,7 @@ def describe(name: str) -> str:
         for w in s.get("workloads", []):
             parts.append(f"{w['kind']} of {w['senders']} x {w['size']['mean']} ({w['cc'].upper()}) every "
                          f"{_time_text(w['every'])}")  # fmt: skip
-    params = q.get("params", {})
-    aqm = f"AQM {q['aqm']}" + (f" (marks at {params['threshold']})" if "threshold" in params else "")
-    if "target" in params:
-        aqm += f" (target {_time_text(params['target'])}, interval {_time_text(params['interval'])}" + (
-            ", ECN)" if params.get("ecn") else ")")
+    aqm = f"AQM {q['aqm']}" + (f" ({_params_text(q['params'])})" if q.get("params") else "")
     per_port = " per port" if "topology" in s else ""
     parts.append(aqm + (f", {q['buffer']} buffer{per_port}" if "buffer" in q else ""))
     if s.get("tcp", {}).get("delayed_ack") is False:
