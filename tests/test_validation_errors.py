@@ -58,6 +58,10 @@ CASES = [
     ("step-zero-threshold-in-packets", ('aqm = "fifo"', 'aqm = "step"\nparams = { threshold = "0pkt" }'),
      "bottleneck.params.threshold: must be positive", ""),
     ("undocumented-packet-unit", ('aqm = "fifo"', 'aqm = "fifo"\nbuffer = "1000p"'), "bottleneck.buffer: '1000p' is not a buffer size", ""),
+    ("early-hand-off-without-lookahead", ('rtt = "20ms"', 'rtt = "20ms"\n\n[engine]\nlookahead = false\nearly_hand_off = true'),
+     "engine.early_hand_off: true is one of the lookahead shortcuts", "engine.lookahead = true only"),
+    ("early-hand-off-not-a-bool", ('rtt = "20ms"', 'rtt = "20ms"\n\n[engine]\nearly_hand_off = "auto"'),
+     "engine.early_hand_off: 'auto' is not allowed here", ""),
 ]  # fmt: skip
 
 

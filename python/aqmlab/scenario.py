@@ -394,6 +394,7 @@ class Engine(_Node):
 
     lookahead: bool | None = None
     prefetch: bool | None = None
+    early_hand_off: bool | None = None
 
 
 @dataclass(kw_only=True)

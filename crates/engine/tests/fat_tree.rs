@@ -71,6 +71,43 @@ fn prefetching_a_large_tree_changes_nothing() {
     }
 }
 
+/// A tree has 48 links each way, so its AQM queues hand packets on early by
+/// default (`engine.early_hand_off`; `EARLY_HAND_OFF_MIN_QUEUES` is 64):
+/// fewer end-of-transmission events, and every table the same as with the
+/// shortcut off. One flow each way, h0 and h15 both sending, so that CoDel's
+/// queues see data and ACKs mixed, enter their dropping state (a 2 µs target)
+/// and empty between packets; warm-up and samples read the queues between
+/// events. (Many flows would meet at a queue at the same nanosecond, where
+/// either order is valid and the two runs may take different ones:
+/// docs/architecture.md.)
+#[test]
+fn a_tree_with_an_aqm_hands_packets_on_early_by_default_and_changes_nothing() {
+    let s = |early: Option<bool>| {
+        let mut s = json!({
+            "duration": "6ms", "warmup": "1000003ns", "seed": 9,
+            "topology": {"fat_tree": {"k": 4, "rate": "10Gbps", "delay": "1us", "buffer": "200pkt", "aqm": "codel",
+                                      "params": {"target": "2us", "interval": "40us", "ecn": true}}},
+            "flows": [{"cc": "dctcp", "src": "h0", "dst": "h15"},
+                      {"cc": "cubic", "src": "h15", "dst": "h0", "ecn": "classic", "start": "1500007ns"}],
+            "metrics": {"interval": "250007ns", "sojourn_samples_every": 7}
+        });
+        if let Some(e) = early {
+            s["engine"] = json!({"early_hand_off": e});
+        }
+        run(s)
+    };
+    let (default, off) = (s(None), s(Some(false)));
+    assert_eq!(without_wall(&default)["flows"], without_wall(&off)["flows"]);
+    for name in ["flows", "queues", "sojourn_hist", "sojourn_samples", "flow_ts", "queue_ts"] {
+        assert_eq!(format!("{:?}", default.table(name)), format!("{:?}", off.table(name)), "table {name} differs");
+    }
+    let marks: u64 = default.summary()["queues"].as_array().unwrap().iter().map(|q| q["marks"].as_u64().unwrap_or(0)).sum();
+    assert!(marks > 0, "CoDel marked");
+    let tx_done = |r: &aqmlab_engine::Results| r.summary()["perf"]["events_by_kind"]["link_tx_done"].as_u64().unwrap_or(0);
+    let (early, every) = (tx_done(&default), tx_done(&off));
+    assert!(early < every * 7 / 10, "end-of-transmission events {early} (default) vs {every} (early hand-off off)");
+}
+
 /// One long flow from h0 to h15 crosses 6 links each way (host, edge,
 /// aggregation, core, aggregation, edge, host).
 fn single_flow(size: Option<&str>) -> aqmlab_engine::Results {

@@ -1,6 +1,6 @@
 //! The event-saving shortcuts (receiver lookahead, source clock shift,
-//! departure lookahead) must not change what is simulated: results with and
-//! without them agree.
+//! departure lookahead, early hand-off) must not change what is simulated:
+//! results with and without them agree.
 //!
 //! Both schedules break ties between events at the same nanosecond by the order
 //! in which they were scheduled, and the shortcuts schedule fewer events, so
@@ -168,4 +168,100 @@ fn departure_lookahead_gives_identical_results_through_queues_in_series() {
     let (fast, slow) = (tx_done_events(&a), tx_done_events(&b));
     // Only x -> d keeps its events; the reverse links are FIFOs that depart on arrival.
     assert!(fast > 0 && fast < slow / 2, "end-of-transmission events {fast} (lookahead) vs {slow}");
+}
+
+#[test]
+fn early_hand_off_gives_identical_results_through_aqms_in_series() {
+    // Queues that decide at dequeue (CoDel, PIE, FQ-CoDel, RED, DualPI2)
+    // hand a starting packet to the line after them at once, and keep their
+    // end-of-transmission event only while packets wait. b's access queue
+    // and the branch to e idle between bursts, so their disciplines' dequeue
+    // on an empty queue runs late, at its own time; r0 -> r1 (no delay: the
+    // next stage is a queue) and r1 -> r2 (a lossy rate-less link follows)
+    // keep every event; r3 -> d changes rate mid-run; PIE and DualPI2 run
+    // timers; samples and the warm-up read the queues between events.
+    let s = json!({
+        "duration": "6s", "warmup": "1000000007ns", "seed": 13,
+        "topology": {"links": [
+            {"from": "a", "to": "r0", "delay": "1000003ns"},
+            {"from": "b", "to": "r0", "rate": "70000021bps", "delay": "3000011ns", "buffer": "40pkt", "aqm": "codel",
+             "params": {"target": "500009ns", "interval": "10000019ns", "ecn": true}},
+            {"from": "r0", "to": "r1", "rate": "40000007bps", "delay": "0ns", "buffer": "60pkt", "aqm": "codel",
+             "params": {"target": "2000003ns", "interval": "40000009ns", "ecn": true}},
+            {"from": "r1", "to": "r2", "rate": "30000001bps", "delay": "2000017ns", "buffer": "80pkt", "aqm": "pie"},
+            {"from": "r2", "to": "x", "delay": "1000033ns", "loss": 0.002},
+            {"from": "x", "to": "r3", "rate": "25000009bps", "delay": "1500007ns", "buffer": "70pkt", "aqm": "fq_codel"},
+            {"from": "r3", "to": "d", "rate": "20000003bps", "delay": "700001ns", "buffer": "60pkt", "aqm": "dualpi2",
+             "rate_schedule": [{"at": "3000000007ns", "rate": "35000011bps"}]},
+            {"from": "r1", "to": "e", "rate": "15000017bps", "delay": "900007ns", "buffer": "50pkt", "aqm": "red"}
+        ]},
+        "flows": [
+            {"cc": "dctcp", "src": "a", "dst": "d", "count": 2, "start_jitter": "5ms"},
+            {"cc": "cubic", "src": "b", "dst": "d", "ecn": "classic"},
+            {"cc": "prague", "src": "b", "dst": "d", "start": "1500000013ns"},
+            {"cc": "reno", "src": "a", "dst": "e", "stop": "4000000019ns"},
+            {"cc": "udp", "src": "b", "dst": "e", "rate": "2000029bps", "start": "2000000011ns"}
+        ],
+        "metrics": {"interval": "10000007ns", "sojourn_samples_every": 5}
+    });
+    // Six queues: early hand-off is off by default (`EARLY_HAND_OFF_MIN_QUEUES`)
+    // and forced on here; the default and the textbook schedule must agree with it.
+    let mut forced = s.clone();
+    forced["engine"] = json!({"early_hand_off": true});
+    let (a, b) = both(forced);
+    assert_same(&a, &b);
+    let default = run(s);
+    assert_same(&a, &default);
+    for q in ["b->r0", "r0->r1", "r1->r2", "x->r3", "r3->d", "r1->e"] {
+        let q = queue(&a, q);
+        assert!(q["departures"].as_u64() > Some(1000), "every queue carries traffic: {q}");
+    }
+    // The default keeps the AQMs' events (the reverse FIFOs lose theirs to
+    // departure lookahead either way).
+    let (early, without) = (tx_done_events(&a), tx_done_events(&default));
+    assert!(early > 0 && early < without * 9 / 10, "end-of-transmission events {early} (early hand-off) vs {without}");
+}
+
+#[test]
+fn early_hand_off_is_on_from_64_queues_and_changes_nothing_there() {
+    // Sixteen flows through their own access queues into one shared
+    // bottleneck and out through their own egress queues: 33 links, each
+    // with a FIFO for its reverse direction, so 66 queues, and early hand-off
+    // is on by default (`EARLY_HAND_OFF_MIN_QUEUES`). Rates and delays are
+    // distinct and incommensurate, so that no two packets reach a queue at
+    // the same nanosecond (where either order would be valid and the runs
+    // could part: docs/architecture.md); every table must be the same as
+    // with the shortcut off, for AQMs that idle between packets (the egress
+    // queues, one flow each) and for a busy one (the bottleneck).
+    let aqms = ["codel", "pie", "fq_codel", "red"];
+    let ccs = ["dctcp", "cubic", "prague", "reno"];
+    let mut links = vec![json!({"from": "r0", "to": "r1", "rate": "400000009bps", "delay": "2000003ns", "buffer": "300pkt",
+                                "aqm": "dualpi2"})];
+    let mut flows = vec![];
+    for i in 0..16u64 {
+        let (aqm, cc) = (aqms[i as usize % 4], ccs[i as usize / 4]);
+        links.push(json!({"from": format!("h{i}"), "to": "r0", "rate": format!("{}bps", 100_000_007 + 7_919 * i),
+                          "delay": format!("{}ns", 300_007 + 10_037 * i), "buffer": "100pkt", "aqm": aqm}));
+        links.push(json!({"from": "r1", "to": format!("d{i}"), "rate": format!("{}bps", 200_000_033 + 104_729 * i),
+                          "delay": format!("{}ns", 500_009 + 20_011 * i), "buffer": "100pkt", "aqm": aqms[(i as usize + 1) % 4]}));
+        let ecn = if cc == "cubic" || cc == "reno" { "classic" } else { "l4s" };
+        flows.push(json!({"cc": cc, "src": format!("h{i}"), "dst": format!("d{i}"), "ecn": ecn,
+                          "start": format!("{}ns", 1_000_003 * i)}));
+    }
+    let s = |early: Option<bool>| {
+        let mut s = json!({
+            "duration": "3s", "warmup": "500000009ns", "seed": 21,
+            "topology": {"links": links.clone()}, "flows": flows.clone(),
+            "metrics": {"interval": "50000017ns", "sojourn_samples_every": 11}
+        });
+        if let Some(e) = early {
+            s["engine"] = json!({"early_hand_off": e});
+        }
+        run(s)
+    };
+    let (default, off) = (s(None), s(Some(false)));
+    assert_same(&default, &off);
+    assert_eq!(default.summary()["queues"].as_array().map(Vec::len), Some(66), "33 links, each way");
+    let (early, every) = (tx_done_events(&default), tx_done_events(&off));
+    assert!(early < every * 8 / 10, "end-of-transmission events {early} (default) vs {every} (early hand-off off)");
 }

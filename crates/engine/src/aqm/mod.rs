@@ -425,7 +425,9 @@ impl Qdisc for AnyQdisc {
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
         dispatch!(self, q => q.enqueue(pkt, ctx))
     }
-    #[inline]
+    /// Always inlined: a transmission's start takes the packet straight into
+    /// its slot, where an out-of-line dispatch would return it through a copy.
+    #[inline(always)]
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         dispatch!(self, q => q.dequeue(ctx))
     }

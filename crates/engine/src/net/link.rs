@@ -15,6 +15,21 @@
 //! decisions read, and the departure bookkeeping (counters, sojourn
 //! histograms, busy time), settled at the next arrival or checkpoint. No
 //! end-of-transmission event is needed.
+//!
+//! Early hand-off: every other discipline (the AQMs that decide at dequeue)
+//! chooses its next packet only when the wire falls free, so its queue keeps
+//! an end-of-transmission event. But the packet that starts is known: when a
+//! lossless line follows the queue, it enters that line at once, stamped with
+//! the end of its transmission, and the event is scheduled only while
+//! packets wait for it. When none wait, the end of the transmission changes
+//! nothing but the discipline's state on finding itself empty (CoDel leaves
+//! its dropping state, for one); that dequeue runs, at its own time, before
+//! anything else touches the queue (an arrival, the discipline's timer, a
+//! checkpoint), as ends of transmission run first at a nanosecond (see
+//! `sim::scheduler`). In a fat tree two hops in three find the queue
+//! empty behind them, and so need no event; a dumbbell's bottleneck rarely
+//! empties, so the shortcut is on only from 64 queues
+//! (`world::event_loop::EARLY_HAND_OFF_MIN_QUEUES`; docs/performance.md).
 
 use crate::aqm::{
     AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
@@ -79,10 +94,19 @@ pub struct QueueSlot {
     /// ([`Qdisc::notifies_sources`]): only then has it a `feedback` buffer,
     /// and only then does a packet's pass read it (a cold line).
     notifies_sources: bool,
+    /// Early hand-off is on (see the module docs).
+    hands_on_early: bool,
+    /// Early hand-off: a transmission has started whose end has not run
+    /// yet (its packet may have left; other queues read `in_tx`).
+    sending: bool,
+    /// Early hand-off: an end-of-transmission event is scheduled (at
+    /// `free_at_ns`); without one, the end runs when the queue is next touched.
+    tx_done_armed: bool,
     /// Start of the oldest waiting packet (u64::MAX if none): most arrivals
     /// find nothing started and test this field, not the ring's front.
     next_start_ns: u64,
-    /// Departure lookahead: when the transmitter finishes the last accepted packet.
+    /// Departure lookahead: when the transmitter finishes the last accepted
+    /// packet. Early hand-off: when the transmission on the wire ends.
     free_at_ns: u64,
     waiting_bytes: u64,
     /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
@@ -109,9 +133,9 @@ pub struct QueueSlot {
     // --- the first sub-queue's counters (two lines), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
-    /// The packet on the wire (queues without departure lookahead): one
-    /// line, right after the discipline, read and written on every packet
-    /// there.
+    /// The packet on the wire (queues without departure lookahead, unless
+    /// handed on early): one line, right after the discipline, read and
+    /// written on every packet there.
     in_tx: Option<Packet>,
     // --- rarely touched ---
     /// Histograms of the sub-queues after the first.
@@ -256,6 +280,9 @@ impl Link {
             on_medium: self.medium.is_some(),
             link_random,
             notifies_sources,
+            hands_on_early: false,
+            sending: false,
+            tx_done_armed: false,
             hist0: Histogram::new(),
             hist_rest: Default::default(),
             sample_every,
@@ -272,19 +299,6 @@ impl Link {
             free_at_ns: 0,
         });
         self
-    }
-
-    /// Turn departure lookahead on where it is exact (see the module docs):
-    /// the discipline decides on arrival, and the link neither changes rate
-    /// (`has_rate_schedule`) nor loses or marks at random.
-    pub fn enable_departure_lookahead(&mut self, has_rate_schedule: bool) {
-        let fixed = !has_rate_schedule && !self.loses_or_marks();
-        if let Some(q) = &mut self.queue {
-            q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
-            if q.departure_lookahead {
-                q.qdisc.release_packet_storage();
-            }
-        }
     }
 
     /// Random loss and marking of the link itself (a mark sets CE in place);
@@ -356,7 +370,7 @@ impl QueueSlot {
     /// As [`Self::start_tx`], on a shared medium (`net::medium`) too: the
     /// packet goes out as a frame of `header_bytes` more at `rate_bps` plus
     /// `overhead_ns` of airtime (both 0 on a wire). Returns when it ends.
-    #[inline]
+    #[inline(always)]
     pub fn start_tx_airtime(
         &mut self,
         now_ns: u64,
@@ -506,8 +520,22 @@ impl QueueSlot {
         self.in_tx.take().expect("a packet was in transmission")
     }
 
+    /// A transmission has started whose end has not run yet (under early
+    /// hand-off its packet may have left already).
     pub fn is_sending(&self) -> bool {
-        self.in_tx.is_some()
+        self.in_tx.is_some() || self.sending
+    }
+
+    /// Early hand-off is on (see the module docs).
+    #[inline(always)]
+    pub fn hands_on_early(&self) -> bool {
+        self.hands_on_early
+    }
+
+    /// The packet on the wire, if it has not been handed on.
+    #[inline(always)]
+    pub fn packet_on_wire(&self) -> Option<&Packet> {
+        self.in_tx.as_ref()
     }
 
     /// The discipline has control packets for sources waiting to be routed.
@@ -553,7 +581,8 @@ impl QueueSlot {
     }
 }
 
-// Departure lookahead's two per-packet steps (see the module docs).
+// The per-packet steps of departure lookahead and early hand-off (see the
+// module docs).
 #[path = "link_lookahead.rs"]
 mod lookahead;
 

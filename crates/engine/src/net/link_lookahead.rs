@@ -1,11 +1,38 @@
-//! Departure lookahead's per-packet steps (see `net::link`'s module docs):
-//! a packet's admission, with its departure time known on arrival, and the
-//! settling of the transmissions that have started since.
+//! The per-packet steps of two shortcuts (see `net::link`'s module docs).
+//! Departure lookahead: a packet's admission, with its departure time known
+//! on arrival, and the settling of the transmissions that have started
+//! since. Early hand-off: a starting packet leaves the queue at once, and
+//! the end of its transmission runs as an event only while packets wait.
 
-use super::{QueueSlot, Waiting};
-use crate::aqm::{FlowQueueCounters, QdiscCtx};
+use super::{Link, QueueSlot, Waiting};
+use crate::aqm::{FlowQueueCounters, Qdisc, QdiscCtx};
 use crate::net::sojourn_log::SojournLog;
 use crate::packet::Packet;
+
+impl Link {
+    /// Turn departure lookahead on where it is exact (see `net::link`):
+    /// the discipline decides on arrival, and the link neither changes rate
+    /// (`has_rate_schedule`) nor loses or marks at random.
+    pub fn enable_departure_lookahead(&mut self, has_rate_schedule: bool) {
+        let fixed = !has_rate_schedule && !self.loses_or_marks();
+        if let Some(q) = &mut self.queue {
+            q.departure_lookahead = fixed && q.qdisc.decides_on_arrival();
+            if q.departure_lookahead {
+                q.qdisc.release_packet_storage();
+            }
+        }
+    }
+
+    /// Turn early hand-off on where it is exact (see `net::link`): a
+    /// queue without departure lookahead whose link neither shares a medium
+    /// nor loses or marks at random, and whose discipline sends nothing to
+    /// sources (their feedback leaves at the end of a transmission).
+    pub fn enable_early_hand_off(&mut self) {
+        if let Some(q) = &mut self.queue {
+            q.hands_on_early = !q.departure_lookahead && !q.on_medium && !q.link_random && !q.notifies_sources;
+        }
+    }
+}
 
 impl QueueSlot {
     /// Departure lookahead: admit `pkt` (perhaps marking it) and return the
@@ -72,5 +99,74 @@ impl QueueSlot {
             self.waiting_bytes -= w.size_bytes as u64;
             self.record_start(&w, Some((&mut *log, index)));
         }
+    }
+
+    /// Early hand-off: a transmission has started (`start_tx`) and ends at
+    /// `end_ns`; until it has run, the queue is sending even once its
+    /// packet has left.
+    #[inline(always)]
+    pub fn sending_until(&mut self, end_ns: u64) {
+        debug_assert!(self.hands_on_early && !self.sending);
+        self.sending = true;
+        self.free_at_ns = end_ns;
+    }
+
+    /// Early hand-off: the packet on the wire leaves the queue now, its
+    /// transmission still running until `free_at_ns`.
+    #[inline]
+    pub fn hand_on(&mut self) -> Packet {
+        debug_assert!(self.hands_on_early);
+        self.in_tx.take().expect("a packet was in transmission")
+    }
+
+    /// Early hand-off: the end-of-transmission event runs; the packet on the
+    /// wire if it was not handed on.
+    #[inline]
+    pub fn end_tx(&mut self) -> Option<Packet> {
+        debug_assert!(self.hands_on_early && self.sending && self.tx_done_armed);
+        self.tx_done_armed = false;
+        self.sending = false;
+        self.in_tx.take()
+    }
+
+    /// Early hand-off: the running transmission's end will run as an event
+    /// (the caller schedules it at `free_at_ns`).
+    #[inline]
+    pub fn arm_tx_end(&mut self) {
+        debug_assert!(self.sending && !self.tx_done_armed);
+        self.tx_done_armed = true;
+    }
+
+    /// Early hand-off: a transmission whose packet was handed on needs its
+    /// end to run as an event once packets wait for it; returns its time
+    /// the first time only, to be scheduled.
+    #[inline]
+    pub fn arm_if_waiting(&mut self) -> Option<u64> {
+        let needed = self.sending && !self.tx_done_armed && self.qdisc.len_pkts() > 0;
+        debug_assert!(!self.sending || self.tx_done_armed || self.in_tx.is_none());
+        self.tx_done_armed |= needed;
+        needed.then_some(self.free_at_ns)
+    }
+
+    /// Early hand-off: run the end of a transmission that has no event, if
+    /// it is due (see `net::link`): the discipline, empty, dequeues at
+    /// that time, exactly as the event would have had it do.
+    #[inline]
+    pub fn settle_tx_end(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
+        if self.sending && !self.tx_done_armed && self.free_at_ns <= now_ns {
+            self.dequeue_emptied(flow_counters);
+        }
+    }
+
+    /// Out of line: it holds a copy of the discipline's dispatch
+    /// (`AnyQdisc::dequeue`, always inlined), which at every call site
+    /// would grow the code each hop runs.
+    #[inline(never)]
+    fn dequeue_emptied(&mut self, flow_counters: &mut [FlowQueueCounters]) {
+        debug_assert!(self.hands_on_early && self.in_tx.is_none());
+        self.sending = false;
+        let (qdisc, mut ctx) = self.qdisc_and_ctx(self.free_at_ns, flow_counters);
+        let none = qdisc.dequeue(&mut ctx);
+        assert!(none.is_none(), "queue discipline '{}' had no packets but dequeued one", self.aqm_name);
     }
 }

@@ -26,6 +26,11 @@ fn the_hot_fields_share_the_first_cache_lines() {
     assert!(offset_of!(QueueSlot, capture) < 256);
     assert!(offset_of!(QueueSlot, tx_rate_bps) < 256 && offset_of!(QueueSlot, on_medium) < 64);
     assert!(offset_of!(QueueSlot, link_random) < 64 && offset_of!(QueueSlot, notifies_sources) < 64);
+    // Early hand-off's state and the transmission's end, read on every hop.
+    for flag in [offset_of!(QueueSlot, hands_on_early), offset_of!(QueueSlot, sending), offset_of!(QueueSlot, tx_done_armed)] {
+        assert!(flag < 64, "{flag}");
+    }
+    assert!(offset_of!(QueueSlot, free_at_ns) + 8 <= 64);
     // Without departure lookahead a packet's pass also reads the packet on
     // the wire: one line, not two.
     assert_eq!(offset_of!(QueueSlot, in_tx) % 64, 0);

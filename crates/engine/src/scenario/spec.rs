@@ -185,11 +185,18 @@ pub struct EngineConfig {
     /// (`net::sojourn_log`): never a change in results, only in speed. Off
     /// to check exactly that.
     pub prefetch: bool,
+    /// Early hand-off, one of the lookahead shortcuts (`net::link`): a queue
+    /// that decides at dequeue hands a starting packet to the line after it
+    /// at once. Unset: on in topologies with many queues, where most queues
+    /// idle and it saves events (`world::event_loop::EARLY_HAND_OFF_MIN_QUEUES`);
+    /// in a dumbbell it saves almost none and costs a few instructions a
+    /// packet. `true` or `false` force it, to check that results agree.
+    pub early_hand_off: Option<bool>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { lookahead: true, prefetch: true }
+        EngineConfig { lookahead: true, prefetch: true, early_hand_off: None }
     }
 }
 

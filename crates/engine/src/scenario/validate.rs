@@ -187,6 +187,9 @@ impl Scenario {
             ));
         }
         self.tcp.validate().map_err(|m| format!("tcp.{m}"))?;
+        if self.engine.early_hand_off == Some(true) && !self.engine.lookahead {
+            return Err("engine.early_hand_off: true is one of the lookahead shortcuts; allowed with engine.lookahead = true only".into());
+        }
         if self.metrics.interval_ns == 0 {
             return Err("metrics.interval: must be positive".into());
         }

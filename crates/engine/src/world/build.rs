@@ -10,10 +10,15 @@ impl World {
     pub fn new(s: &Scenario) -> Result<World, String> {
         let (topology, mut links) = Topology::build(s, queue_options(s))?;
         if s.engine.lookahead {
+            let queues = links.iter().filter(|l| l.queue.is_some()).count();
+            let early = s.engine.early_hand_off.unwrap_or(queues >= super::event_loop::EARLY_HAND_OFF_MIN_QUEUES);
             for (i, l) in links.iter_mut().enumerate() {
                 // A link on a shared medium waits for the other direction: its departures are not known on arrival.
                 let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
                 l.enable_departure_lookahead(variable);
+                if early {
+                    l.enable_early_hand_off();
+                }
             }
         }
         let mut w = World {

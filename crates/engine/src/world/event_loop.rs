@@ -12,6 +12,15 @@ const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 /// and larger; a dumbbell's few histograms stay in the L1 cache.
 pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
 
+/// Topologies with this many queues hand packets on early (`net::link`,
+/// unless `engine.early_hand_off` says otherwise): in a k = 4 fat tree
+/// (96 queues) and larger most queues idle between packets, and two hops in
+/// three of a fat tree with CoDel then need no end-of-transmission event. A
+/// dumbbell's bottleneck is rarely empty (0.6 % of B's transmissions leave
+/// it empty): there the shortcut saves almost no event and costs 4.3 % more
+/// instructions a packet (B forced on; docs/performance.md, stop 41).
+pub(super) const EARLY_HAND_OFF_MIN_QUEUES: usize = 64;
+
 /// Progress is reported every this many events.
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -130,6 +139,9 @@ impl World {
             let m = link.medium().expect("a queue on a medium has one");
             return self.medium_tx_done(l, m);
         }
+        if q.hands_on_early() {
+            return self.tx_done_early(l);
+        }
         let pkt = q.finish_tx();
         if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
             self.events.schedule(done, Event::LinkTxDone(l as u32));
@@ -242,6 +254,9 @@ impl World {
                     return;
                 }
                 pkt.hop += 1;
+                if q.hands_on_early() {
+                    return self.arrive_early(l, pkt);
+                }
                 if q.on_medium() {
                     let m = link.medium().expect("a queue on a medium has one");
                     return self.medium_arrive(l as usize, m, *pkt);
@@ -256,6 +271,77 @@ impl World {
                 }
             }
             Some(line) => self.enter_line(pkt, line, pkt.hop, now),
+        }
+    }
+
+    /// Early hand-off (see `net::link`): the end of queue `l`'s transmission,
+    /// as an event. The next transmission starts, then the packet that was
+    /// not handed on leaves, then one handed on now follows it. Out of line,
+    /// as [`Self::arrive_early`] is.
+    #[inline(never)]
+    fn tx_done_early(&mut self, l: usize) {
+        let q = self.links[l].queue.as_mut().expect("only queue links transmit");
+        let held = q.end_tx();
+        let handed = self.start_early(l as u32);
+        if let Some(pkt) = held {
+            self.forward(&mut { pkt });
+        }
+        self.hand_on_early(handed)
+    }
+
+    /// Early hand-off: `pkt` arrives at queue `l`. Out of line: inlined,
+    /// it cost every other queue's packets a few instructions (the forwarding
+    /// code around them grew), for a call it saves only here.
+    #[inline(never)]
+    fn arrive_early(&mut self, l: u32, pkt: &Packet) {
+        let now = self.now_ns;
+        let q = self.links[l as usize].queue.as_mut().expect("queue stage");
+        q.settle_tx_end(now, &mut self.flow_counters);
+        q.arrive(now, *pkt, &mut self.flow_counters);
+        if !q.is_sending() {
+            let handed = self.start_early(l);
+            self.hand_on_early(handed);
+        } else if let Some(t) = q.arm_if_waiting() {
+            self.events.schedule(t, Event::LinkTxDone(l));
+        }
+    }
+
+    /// Early hand-off (see `net::link`): start queue `l`'s next transmission,
+    /// if it has a packet. When no packet waits behind it and a lossless
+    /// line follows, the packet is returned, with that line and the end of
+    /// its transmission, for the caller to put on the line now
+    /// ([`Self::enter_line`], after anything that left before it); the end
+    /// of the transmission then gets no event unless an arrival or the
+    /// discipline's timer arms one. Otherwise the packet leaves at its
+    /// event, as without the shortcut (a busy queue needs the event anyway).
+    #[inline(always)]
+    pub(super) fn start_early(&mut self, l: u32) -> Option<(Packet, Stage, u64)> {
+        let now = self.now_ns;
+        let q = self.links[l as usize].queue.as_mut().expect("a queue");
+        let done = q.start_tx(now, &mut self.flow_counters)?;
+        q.sending_until(done);
+        if q.qdisc.len_pkts() == 0 {
+            let p = q.packet_on_wire().expect("a packet just started");
+            // A lossy line draws its random numbers in entry order, which
+            // early entries would change.
+            if let Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) = self.routes.stage(p.route, p.hop) {
+                if self.lines[d as usize].lossy_links.is_empty() {
+                    return Some((q.hand_on(), line, done));
+                }
+            }
+        }
+        q.arm_tx_end();
+        self.events.schedule(done, Event::LinkTxDone(l));
+        None
+    }
+
+    /// Early hand-off: put a packet [`Self::start_early`] returned on its
+    /// line, unless its transmission ends after the run (then it never left).
+    #[inline(always)]
+    pub(super) fn hand_on_early(&mut self, handed: Option<(Packet, Stage, u64)>) {
+        if let Some((mut pkt, line, leaves_ns)) = handed.filter(|h| h.2 <= self.end_ns) {
+            let hop = pkt.hop;
+            self.enter_line(&mut pkt, line, hop, leaves_ns);
         }
     }
 
@@ -312,6 +398,7 @@ impl World {
         let now = self.now_ns;
         for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(q) = &mut l.queue {
+                q.settle_tx_end(now, &mut self.flow_counters);
                 q.start_due(now, &mut self.sojourn_log, i as u32);
                 q.settle_sojourn_runs();
             }
@@ -424,6 +511,9 @@ impl World {
             return;
         }
         q.timer_at = None;
+        if q.hands_on_early() {
+            q.settle_tx_end(now, &mut self.flow_counters);
+        }
         q.qdisc_timer(now, &mut self.flow_counters);
         if q.on_medium() {
             let m = link.medium().expect("a queue on a medium has one");
@@ -431,6 +521,17 @@ impl World {
             return self.sync_qdisc_timer(l);
         }
         // A timer may release packets (e.g. a shaper); restart an idle transmitter.
+        if q.hands_on_early() {
+            if q.is_sending() {
+                if let Some(t) = q.arm_if_waiting() {
+                    self.events.schedule(t, Event::LinkTxDone(l as u32));
+                }
+            } else if q.qdisc.len_pkts() > 0 {
+                let handed = self.start_early(l as u32);
+                self.hand_on_early(handed);
+            }
+            return self.sync_qdisc_timer(l);
+        }
         if !q.is_sending() && q.qdisc.len_pkts() > 0 {
             if let Some(done) = q.start_tx(now, &mut self.flow_counters) {
                 self.events.schedule(done, Event::LinkTxDone(l as u32));
