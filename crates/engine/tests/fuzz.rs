@@ -303,9 +303,10 @@ fn valid_scenario() -> impl Strategy<Value = Value> {
             proptest::option::of((1u64..50, 1_000u64..200_000)), // web workload: arrivals/s, mean size
             any::<bool>(),                                  // time series on
             any::<bool>(),                                  // lookahead on
+            any::<bool>(),                                  // early hand-off forced on (with lookahead)
         ),
     )
-        .prop_map(|((aqm, rate, delay, buffer, loss, mark), (flows, dur, warm, seed, change, reverse, web, ts, look))| {
+        .prop_map(|((aqm, rate, delay, buffer, loss, mark), (flows, dur, warm, seed, change, reverse, web, ts, look, early))| {
             // A flow's RTT covers the bottleneck delay both ways.
             let min_rtt = flows.iter().map(|g| g["rtt"].as_str().unwrap().trim_end_matches("ms").parse::<u64>().unwrap()).min().unwrap();
             let delay = delay.min(min_rtt / 2);
@@ -321,6 +322,10 @@ fn valid_scenario() -> impl Strategy<Value = Value> {
                 "duration": ms(dur), "warmup": ms(dur * warm / 100), "seed": seed, "bottleneck": b, "flows": flows,
                 "metrics": {"timeseries": ts, "interval": "10ms"}, "engine": {"lookahead": look},
             });
+            // A dumbbell has too few queues for early hand-off's default.
+            if look && early {
+                s["engine"]["early_hand_off"] = json!(true);
+            }
             if let Some((per_s, mean)) = web {
                 s["workloads"] = json!([{"kind": "web", "rate": format!("{per_s}/s"), "cc": "reno", "rtt": "40ms",
                                          "size": {"dist": "exponential", "mean": format!("{mean}B")}}]);
