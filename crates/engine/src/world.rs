@@ -35,6 +35,7 @@ use std::sync::Arc;
 pub use crate::transport::endpoint::{Sink, Source};
 
 mod build;
+mod early_hand_off;
 mod event_loop;
 mod fat_tree;
 mod feedback;
