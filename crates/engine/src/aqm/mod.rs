@@ -273,6 +273,16 @@ pub trait Qdisc {
     }
     fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx);
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet>;
+    /// `enqueue` then `dequeue` at the same instant, called only when the
+    /// discipline holds no packet and the transmitter is idle (the engine's
+    /// early hand-off, `net::link`; `pkt.enq_ns` is `ctx.now_ns`). An
+    /// override must leave the discipline exactly as that pair would; it
+    /// exists to skip the pair's work on the packet store.
+    #[inline]
+    fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+        self.enqueue(pkt, ctx);
+        self.dequeue(ctx)
+    }
     /// Packets resident.
     fn len_pkts(&self) -> usize;
     /// Bytes resident.
@@ -374,6 +384,16 @@ impl AnyQdisc {
         dispatch!(self, q => {
             classify_and_count(q, &mut pkt, ctx);
             q.enqueue(pkt, ctx)
+        })
+    }
+
+    /// Classify, count the arrival, and [pass it
+    /// through](Qdisc::pass_through) an empty discipline.
+    #[inline]
+    pub fn classify_and_pass_through(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+        dispatch!(self, q => {
+            classify_and_count(q, &mut pkt, ctx);
+            q.pass_through(pkt, ctx)
         })
     }
 

@@ -382,8 +382,18 @@ impl QueueSlot {
         debug_assert!(self.in_tx.is_none());
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         let pkt = qdisc.dequeue(&mut ctx)?;
+        let done = self.begin_tx(now_ns, &pkt, rate_bps, header_bytes, overhead_ns);
+        self.in_tx = Some(pkt);
+        Some(done)
+    }
+
+    /// The start of `pkt`'s transmission, taken from the discipline at
+    /// `now_ns`: its capture, its duration and the departure bookkeeping.
+    /// Returns when it ends.
+    #[inline(always)]
+    fn begin_tx(&mut self, now_ns: u64, pkt: &Packet, rate_bps: u64, header_bytes: u32, overhead_ns: u64) -> u64 {
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
-            cap.record(now_ns, &pkt);
+            cap.record(now_ns, pkt);
         }
         let tx_ns = overhead_ns + self.tx_time(pkt.size_bytes + header_bytes, rate_bps);
         self.record_start(&Waiting {
@@ -395,8 +405,7 @@ impl QueueSlot {
             subq: pkt.subq,
             data: pkt.carries_payload(),
         }, None);
-        self.in_tx = Some(pkt);
-        Some(now_ns + tx_ns)
+        now_ns + tx_ns
     }
 
     /// The bookkeeping of a transmission that starts: departure counters,

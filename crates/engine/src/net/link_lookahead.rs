@@ -111,6 +111,36 @@ impl QueueSlot {
         self.free_at_ns = end_ns;
     }
 
+    /// Early hand-off: `pkt` arrives at an idle queue whose discipline holds
+    /// no packet. The discipline takes it and gives it back at once
+    /// ([`Qdisc::pass_through`], the same as `arrive` then `start_tx`), and
+    /// its transmission starts; returns it, not on the wire, with the end of
+    /// its transmission ([`Self::put_on_wire`] if it cannot be handed on).
+    /// None if the discipline dropped it.
+    #[inline]
+    pub fn pass_through(&mut self, now_ns: u64, mut pkt: Packet, flow_counters: &mut [FlowQueueCounters]) -> Option<(Packet, u64)> {
+        debug_assert!(self.hands_on_early && !self.is_sending() && self.qdisc.len_pkts() == 0);
+        pkt.enq_ns = now_ns;
+        if let Some(cap) = self.capture.as_deref_mut().filter(|c| c.at_enqueue) {
+            cap.record(now_ns, &pkt);
+        }
+        let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
+        let pkt = qdisc.classify_and_pass_through(pkt, &mut ctx)?;
+        let done = self.begin_tx(now_ns, &pkt, self.tx_rate_bps, 0, 0);
+        self.sending_until(done);
+        Some((pkt, done))
+    }
+
+    /// Early hand-off: a packet [`Self::pass_through`] returned stays on the
+    /// wire until the end of its transmission, which runs as an event (the
+    /// caller schedules it at `free_at_ns`).
+    #[inline]
+    pub fn put_on_wire(&mut self, pkt: Packet) {
+        debug_assert!(self.sending && self.in_tx.is_none());
+        self.in_tx = Some(pkt);
+        self.arm_tx_end();
+    }
+
     /// Early hand-off: the packet on the wire leaves the queue now, its
     /// transmission still running until `free_at_ns`.
     #[inline]

@@ -29,6 +29,10 @@ impl World {
         let now = self.now_ns;
         let q = self.links[l as usize].queue.as_mut().expect("queue stage");
         q.settle_tx_end(now, &mut self.flow_counters);
+        if !q.is_sending() && q.qdisc.len_pkts() == 0 {
+            let passed = q.pass_through(now, *pkt, &mut self.flow_counters);
+            return self.leave_at_once(l, passed);
+        }
         q.arrive(now, *pkt, &mut self.flow_counters);
         if !q.is_sending() {
             let handed = self.start_early(l);
@@ -54,17 +58,27 @@ impl World {
         q.sending_until(done);
         if q.qdisc.len_pkts() == 0 {
             let p = q.packet_on_wire().expect("a packet just started");
-            // A lossy line draws its random numbers in entry order, which
-            // early entries would change.
-            if let Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) = self.routes.stage(p.route, p.hop) {
-                if self.lines[d as usize].lossy_links.is_empty() {
-                    return Some((q.hand_on(), line, done));
-                }
+            if let Some(line) = early_line(&self.routes, &self.lines, p) {
+                return Some((q.hand_on(), line, done));
             }
         }
         q.arm_tx_end();
         self.events.schedule(done, Event::LinkTxDone(l));
         None
+    }
+
+    /// Early hand-off: a packet that passed straight through queue `l`'s
+    /// empty discipline (`QueueSlot::pass_through`) goes on the line after
+    /// the queue now, as [`Self::start_early`] hands one on, or else stays
+    /// on the wire until its transmission's end event.
+    #[inline(always)]
+    fn leave_at_once(&mut self, l: u32, passed: Option<(Packet, u64)>) {
+        let Some((pkt, done)) = passed else { return };
+        if let Some(line) = early_line(&self.routes, &self.lines, &pkt) {
+            return self.hand_on_early(Some((pkt, line, done)));
+        }
+        self.links[l as usize].queue.as_mut().expect("a queue").put_on_wire(pkt);
+        self.events.schedule(done, Event::LinkTxDone(l));
     }
 
     /// Early hand-off: put a packet [`Self::start_early`] returned on its
@@ -75,5 +89,16 @@ impl World {
             let hop = pkt.hop;
             self.enter_line(&mut pkt, line, hop, leaves_ns);
         }
+    }
+}
+
+/// The line a packet leaving a queue enters, if it may enter it before its
+/// transmission ends: a line follows, and it is lossless (a lossy line draws
+/// its random numbers in entry order, which early entries would change).
+#[inline(always)]
+fn early_line(routes: &Routes, lines: &[DelayLine], pkt: &Packet) -> Option<Stage> {
+    match routes.stage(pkt.route, pkt.hop) {
+        Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) if lines[d as usize].lossy_links.is_empty() => Some(line),
+        _ => None,
     }
 }
