@@ -168,6 +168,16 @@ fn should_drop(p: &CodelParams, v: &mut CodelVars, pkt: Option<&Packet>, backlog
     }
 }
 
+/// RFC 8289 §5 for a packet dequeued the instant it arrived at an empty
+/// queue (`Qdisc::pass_through`): its sojourn is 0, below TARGET, so
+/// `dodequeue` clears `first_above_time` and `dequeue` leaves the dropping
+/// state (or stays out of it); no CE threshold is 0.
+pub(super) fn pass_through_vars(v: &mut CodelVars) {
+    v.ldelay_ns = 0;
+    v.first_above_ns = 0;
+    v.dropping = false;
+}
+
 /// Signal congestion on `pkt`: CE-mark it when ECN is on and it is ECT
 /// (returns it), otherwise drop it (returns None).
 fn codel_signal(p: &CodelParams, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
@@ -275,19 +285,15 @@ impl Qdisc for Codel {
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         codel_dequeue(&self.params, &mut self.vars, &mut self.q, ctx)
     }
-    /// RFC 8289 §5 on an empty queue: the packet popped at once has a
-    /// sojourn of 0, below TARGET, so `dodequeue` clears `first_above_time`
-    /// and `dequeue` leaves the dropping state (or stays out of it); no
-    /// CE threshold is 0. The ring is never touched.
+    /// The packet never enters the ring ([`pass_through_vars`]), unless
+    /// alone it overflows the queue.
     fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
         debug_assert!(self.q.is_empty() && pkt.enq_ns == ctx.now_ns);
         if self.limit.would_overflow(0, 0, pkt.size_bytes) {
             self.enqueue(pkt, ctx);
             return self.dequeue(ctx);
         }
-        self.vars.ldelay_ns = 0;
-        self.vars.first_above_ns = 0;
-        self.vars.dropping = false;
+        pass_through_vars(&mut self.vars);
         Some(pkt)
     }
     fn len_pkts(&self) -> usize {
@@ -309,7 +315,7 @@ impl Qdisc for Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::testing::{data, env, random_trace, Harness};
+    use crate::aqm::testing::{compare_pass_through, data, env, pass, random_trace, Harness};
 
     const MS: u64 = 1_000_000;
 
@@ -512,31 +518,14 @@ mod tests {
         h.assert_conservation();
     }
 
-    /// What `pass_through` gives and leaves behind, counted as `Harness`
-    /// counts an arrival and a departure.
-    fn pass(h: &mut Harness<Codel>, now_ns: u64, mut pkt: Packet) -> Option<Packet> {
-        pkt.enq_ns = now_ns;
-        h.counters[0].arrived_pkts += 1;
-        h.counters[0].arrived_bytes += pkt.size_bytes as u64;
-        let (q, mut ctx) = h.ctx(now_ns);
-        let out = q.pass_through(pkt, &mut ctx)?;
-        h.counters[0].departed_pkts += 1;
-        h.counters[0].departed_bytes += out.size_bytes as u64;
-        Some(out)
-    }
-
     /// The engine's early hand-off relies on `pass_through` leaving CoDel
-    /// exactly as `enqueue` then `dequeue` would. Two copies run one trace
-    /// that alternates overload (the queue stands above target for more
-    /// than an interval, so CoDel signals) and drain (it empties); at an
-    /// arrival to an empty queue and an idle transmitter one copy passes
-    /// the packet through, the other enqueues and dequeues it. The packets
-    /// sent, the counters and CoDel's variables must agree after every
-    /// step. The trace must reach arrivals that change the variables (a
-    /// no-op would fail).
+    /// exactly as `enqueue` then `dequeue` would (`compare_pass_through`:
+    /// packets, counters and CoDel's variables after every step of a trace
+    /// of overload and drain), with ECN on and off, a CE threshold and a
+    /// byte limit below a packet. The trace must reach arrivals that change
+    /// the variables: a no-op would fail.
     #[test]
     fn pass_through_equals_enqueue_then_dequeue() {
-        use crate::sim::rng::{Domain, SimRng};
         // (ECN, CE threshold, packet limit; 0: a byte limit below a packet)
         for (ecn, ce_threshold_ns, limit) in [(false, None, 40), (true, None, 40), (true, Some(MS), 40), (false, None, 0)] {
             let cfg = CodelConfig { ecn, ce_threshold_ns, ..CodelConfig::default() };
@@ -546,36 +535,7 @@ mod tests {
             }
             let mut a = Harness::new(Codel::new(cfg.clone(), &e).unwrap());
             let mut b = Harness::new(Codel::new(cfg, &e).unwrap());
-            let mut r = SimRng::derive(7, Domain::Workload, 0);
-            let ecns = [Ecn::NotEct, Ecn::Ect0, Ecn::Ect1, Ecn::Ce];
-            let (mut now, mut passed, mut changed) = (0u64, 0, 0);
-            for step in 0..40_000u64 {
-                now += r.below(2 * MS);
-                let overload = (step / 400) % 2 == 0;
-                if r.below(10) < if overload { 6 } else { 2 } {
-                    let mut p = data(1, ecns[r.below(4) as usize]);
-                    p.seq = step;
-                    p.size_bytes = 64 + r.below(1437) as u32;
-                    // The engine passes a packet through only when the
-                    // transmitter is idle too: here, at half the arrivals
-                    // to an empty queue, so that queues can build.
-                    if a.q.len_pkts() == 0 && r.below(2) == 0 {
-                        let before = a.q.vars.clone();
-                        passed += 1;
-                        let got = pass(&mut a, now, p);
-                        changed += (a.q.vars != before) as u32;
-                        b.enqueue(now, p);
-                        assert_eq!(got, b.dequeue(now), "step {step}");
-                    } else {
-                        a.enqueue(now, p);
-                        b.enqueue(now, p);
-                    }
-                } else {
-                    assert_eq!(a.dequeue(now), b.dequeue(now), "step {step}");
-                }
-                assert_eq!(a.q.vars, b.q.vars, "step {step}");
-                assert_eq!(format!("{:?}", a.counters), format!("{:?}", b.counters), "step {step}");
-            }
+            let (passed, changed) = compare_pass_through(&mut a, &mut b, |q| format!("{:?}", q.vars));
             assert!(passed > 1000, "{passed} arrivals at an empty queue");
             if limit > 0 {
                 assert!(changed > 100, "{changed} arrivals at an empty queue changed CoDel's variables");
@@ -584,10 +544,7 @@ mod tests {
             // An empty queue in the dropping state (the engine never passes
             // a packet through one: the end of the last transmission dequeued
             // the empty queue, which leaves that state), set by hand.
-            while a.q.len_pkts() > 0 {
-                assert_eq!(a.dequeue(now), b.dequeue(now));
-            }
-            assert_eq!(b.q.len_pkts(), 0);
+            let now = 100_000 * MS;
             let dropping = CodelVars { count: 3, lastcount: 2, dropping: true, first_above_ns: now, drop_next_ns: now, ldelay_ns: 7 * MS };
             (a.q.vars, b.q.vars) = (dropping.clone(), dropping);
             let p = data(1, Ecn::Ect0);

@@ -16,7 +16,7 @@
 //! DEVIATION (Linux sch_fq_codel.c): memory is counted as packet bytes on the
 //! wire, not `skb->truesize`.
 
-use super::codel::{codel_config, codel_dequeue, CodelConfig, CodelParams, CodelQueue, CodelVars};
+use super::codel::{codel_config, codel_dequeue, pass_through_vars, CodelConfig, CodelParams, CodelQueue, CodelVars};
 use super::fifo::PacketQueue;
 use super::{DropReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
@@ -243,6 +243,29 @@ impl Qdisc for FqCodel {
         }
     }
 
+    /// RFC 8290 §4 on an empty qdisc whose lists are empty too (the dequeue
+    /// that found it empty took every flow off them, as the engine's does
+    /// at the end of each transmission): the packet's flow joins the new
+    /// list with a full quantum and is served at once, spending its size,
+    /// and its CoDel sees a sojourn of 0 ([`pass_through_vars`]); the
+    /// flow's ring is never touched. With a flow still listed, or a packet
+    /// that alone overflows the limit, enqueue then dequeue.
+    fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+        debug_assert!(self.total_pkts == 0 && pkt.enq_ns == ctx.now_ns);
+        let fits = self.limit_pkts >= 1 && pkt.size_bytes as u64 <= self.limit_bytes;
+        if !fits || !self.new_flows.is_empty() || !self.old_flows.is_empty() {
+            self.enqueue(pkt, ctx);
+            return self.dequeue(ctx);
+        }
+        let idx = self.bucket(&pkt);
+        let flow = &mut self.flows[idx];
+        flow.list = List::New;
+        flow.deficit = self.quantum - pkt.size_bytes as i64;
+        self.new_flows.push_back(idx as u32);
+        pass_through_vars(&mut flow.vars);
+        Some(pkt)
+    }
+
     fn len_pkts(&self) -> usize {
         self.total_pkts
     }
@@ -261,7 +284,7 @@ impl Qdisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::testing::{env, random_trace, Harness};
+    use crate::aqm::testing::{compare_pass_through, env, pass, random_trace, Harness};
     use crate::packet::{Ecn, PacketKind};
 
     fn fq(limit_pkts: u64) -> Harness<FqCodel> {
@@ -390,5 +413,56 @@ mod tests {
         let mut h = fq(50);
         random_trace(&mut h, 20_000);
         h.assert_conservation();
+    }
+
+    /// What FQ-CoDel keeps besides its packets: the lists, each flow's
+    /// list, deficit, CoDel variables and backlog, the totals.
+    fn state(q: &FqCodel) -> String {
+        let flows: Vec<_> = q.flows.iter().map(|f| (f.list, f.deficit, &f.vars, f.q.len(), f.q.bytes())).collect();
+        format!("{:?} {:?} {} {} {:?}", q.new_flows, q.old_flows, q.total_pkts, q.total_bytes, flows)
+    }
+
+    /// The engine's early hand-off relies on `pass_through` leaving FQ-CoDel
+    /// exactly as `enqueue` then `dequeue` would (`compare_pass_through`,
+    /// four flows in 16 buckets), with ECN on and off and a byte limit below a packet;
+    /// then, by hand, both of its paths: an arrival after the last packet
+    /// left but before a dequeue found the qdisc empty (that flow still on
+    /// the new list: enqueue then dequeue), and one after (the lists
+    /// empty: the shortcut).
+    #[test]
+    fn pass_through_equals_enqueue_then_dequeue() {
+        for (ecn, limit) in [(true, 40), (false, 40), (true, 0)] {
+            // 16 buckets for the trace's four flows: collisions too, and a
+            // state cheap to compare after every step.
+            let cfg = FqCodelConfig { ecn, flows: 16, ..FqCodelConfig::default() };
+            let mut e = env(10_000_000, limit);
+            if limit == 0 {
+                e.limit = crate::aqm::QueueLimit { pkts: None, bytes: Some(1000) };
+            }
+            let mut a = Harness::new(FqCodel::new(cfg.clone(), &e).unwrap());
+            let mut b = Harness::new(FqCodel::new(cfg, &e).unwrap());
+            let (passed, changed) = compare_pass_through(&mut a, &mut b, state);
+            assert!(passed > 1000, "{passed} arrivals at an empty qdisc");
+            if limit > 0 {
+                assert!(changed > 1000, "{changed} arrivals at an empty qdisc changed its state");
+                assert!(a.drops() + a.marks() > 100, "{} signals", a.drops() + a.marks());
+            }
+            let now = 100_000_000_000;
+            for still_listed in [true, false] {
+                a.enqueue(now, pkt(3, 0, 1500));
+                b.enqueue(now, pkt(3, 0, 1500));
+                assert_eq!(a.dequeue(now), b.dequeue(now));
+                if !still_listed {
+                    assert_eq!((a.dequeue(now), b.dequeue(now)), (None, None));
+                }
+                assert_eq!(a.q.new_flows.is_empty(), !still_listed || limit == 0);
+                let got = pass(&mut a, now, pkt(1, 1, 700));
+                b.enqueue(now, pkt(1, 1, 700));
+                assert_eq!(got, b.dequeue(now));
+                assert_eq!(state(&a.q), state(&b.q));
+                assert_eq!((a.dequeue(now), b.dequeue(now)), (None, None));
+            }
+            a.assert_conservation();
+        }
     }
 }
