@@ -315,7 +315,7 @@ impl Qdisc for Codel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::testing::{compare_pass_through, data, env, pass, random_trace, Harness};
+    use crate::aqm::testing::{compare_pass_through, data, env, random_trace, Harness};
 
     const MS: u64 = 1_000_000;
 
@@ -548,7 +548,7 @@ mod tests {
             let dropping = CodelVars { count: 3, lastcount: 2, dropping: true, first_above_ns: now, drop_next_ns: now, ldelay_ns: 7 * MS };
             (a.q.vars, b.q.vars) = (dropping.clone(), dropping);
             let p = data(1, Ecn::Ect0);
-            let got = pass(&mut a, now, p);
+            let got = a.pass(now, p);
             b.enqueue(now, p);
             assert_eq!(got, b.dequeue(now));
             assert_eq!(a.q.vars, b.q.vars);

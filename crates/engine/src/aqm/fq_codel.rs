@@ -284,7 +284,7 @@ impl Qdisc for FqCodel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::testing::{compare_pass_through, env, pass, random_trace, Harness};
+    use crate::aqm::testing::{compare_pass_through, env, random_trace, Harness};
     use crate::packet::{Ecn, PacketKind};
 
     fn fq(limit_pkts: u64) -> Harness<FqCodel> {
@@ -456,7 +456,7 @@ mod tests {
                     assert_eq!((a.dequeue(now), b.dequeue(now)), (None, None));
                 }
                 assert_eq!(a.q.new_flows.is_empty(), !still_listed || limit == 0);
-                let got = pass(&mut a, now, pkt(1, 1, 700));
+                let got = a.pass(now, pkt(1, 1, 700));
                 b.enqueue(now, pkt(1, 1, 700));
                 assert_eq!(got, b.dequeue(now));
                 assert_eq!(state(&a.q), state(&b.q));

@@ -27,13 +27,23 @@ impl<Q: Qdisc> Harness<Q> {
         let ctx = QdiscCtx::new(now_ns, &mut self.rng, &mut self.counters, &mut self.flows);
         (&mut self.q, ctx.with_feedback(Some(&mut self.feedback)))
     }
-    #[track_caller]
-    pub fn enqueue(&mut self, now_ns: u64, mut pkt: Packet) {
+    /// Classify and stamp an arriving packet, and count it, as the engine does.
+    fn arrival(&mut self, now_ns: u64, mut pkt: Packet) -> Packet {
         pkt.subq = self.q.classify(&pkt);
         pkt.enq_ns = now_ns;
         let c = &mut self.counters[pkt.subq as usize];
         c.arrived_pkts += 1;
         c.arrived_bytes += pkt.size_bytes as u64;
+        pkt
+    }
+    fn departure(&mut self, p: &Packet) {
+        let c = &mut self.counters[p.subq as usize];
+        c.departed_pkts += 1;
+        c.departed_bytes += p.size_bytes as u64;
+    }
+    #[track_caller]
+    pub fn enqueue(&mut self, now_ns: u64, pkt: Packet) {
+        let pkt = self.arrival(now_ns, pkt);
         let (q, mut ctx) = self.ctx(now_ns);
         q.enqueue(pkt, &mut ctx);
     }
@@ -41,9 +51,17 @@ impl<Q: Qdisc> Harness<Q> {
     pub fn dequeue(&mut self, now_ns: u64) -> Option<Packet> {
         let (q, mut ctx) = self.ctx(now_ns);
         let p = q.dequeue(&mut ctx)?;
-        let c = &mut self.counters[p.subq as usize];
-        c.departed_pkts += 1;
-        c.departed_bytes += p.size_bytes as u64;
+        self.departure(&p);
+        Some(p)
+    }
+    /// What [`Qdisc::pass_through`] gives at `now_ns`, counted as an
+    /// arrival and, if it is sent, a departure.
+    #[track_caller]
+    pub fn pass(&mut self, now_ns: u64, pkt: Packet) -> Option<Packet> {
+        let pkt = self.arrival(now_ns, pkt);
+        let (q, mut ctx) = self.ctx(now_ns);
+        let p = q.pass_through(pkt, &mut ctx)?;
+        self.departure(&p);
         Some(p)
     }
     pub fn timer(&mut self, now_ns: u64) {
@@ -98,23 +116,6 @@ pub fn random_trace<Q: Qdisc>(h: &mut Harness<Q>, steps: usize) {
     }
 }
 
-/// What [`Qdisc::pass_through`] gives at `now_ns`, counted as `Harness`
-/// counts an arrival and a departure.
-#[track_caller]
-pub fn pass<Q: Qdisc>(h: &mut Harness<Q>, now_ns: u64, mut pkt: Packet) -> Option<Packet> {
-    pkt.subq = h.q.classify(&pkt);
-    pkt.enq_ns = now_ns;
-    let c = &mut h.counters[pkt.subq as usize];
-    c.arrived_pkts += 1;
-    c.arrived_bytes += pkt.size_bytes as u64;
-    let (q, mut ctx) = h.ctx(now_ns);
-    let out = q.pass_through(pkt, &mut ctx)?;
-    let c = &mut h.counters[out.subq as usize];
-    c.departed_pkts += 1;
-    c.departed_bytes += out.size_bytes as u64;
-    Some(out)
-}
-
 /// Check a discipline's `pass_through` against `enqueue` then `dequeue`:
 /// `a` and `b`, built alike, run one seeded trace of 40 000 steps that
 /// alternates overload (arrivals 60 % of the steps, so queues stand above
@@ -140,7 +141,7 @@ pub fn compare_pass_through<Q: Qdisc>(a: &mut Harness<Q>, b: &mut Harness<Q>, st
             if a.q.len_pkts() == 0 && r.below(2) == 0 {
                 let before = state(&a.q);
                 passed += 1;
-                let got = pass(a, now, p);
+                let got = a.pass(now, p);
                 changed += (state(&a.q) != before) as u32;
                 b.enqueue(now, p);
                 assert_eq!(got, b.dequeue(now), "step {step}");
