@@ -424,11 +424,11 @@ mod tests {
 
     /// The engine's early hand-off relies on `pass_through` leaving FQ-CoDel
     /// exactly as `enqueue` then `dequeue` would (`compare_pass_through`,
-    /// four flows in 16 buckets), with ECN on and off and a byte limit below a packet;
-    /// then, by hand, both of its paths: an arrival after the last packet
-    /// left but before a dequeue found the qdisc empty (that flow still on
-    /// the new list: enqueue then dequeue), and one after (the lists
-    /// empty: the shortcut).
+    /// four flows in 16 buckets), with ECN on and off and a byte limit
+    /// below a packet; then, by hand, both of its paths: an arrival after
+    /// the last packet left but before a dequeue found the qdisc empty
+    /// (that flow still on the new list: enqueue then dequeue), and one
+    /// after (the lists empty: the shortcut).
     #[test]
     fn pass_through_equals_enqueue_then_dequeue() {
         for (ecn, limit) in [(true, 40), (false, 40), (true, 0)] {

@@ -440,9 +440,9 @@ impl World {
             return;
         }
         q.timer_at = None;
-        if q.hands_on_early() {
-            q.settle_tx_end(now, &mut self.flow_counters);
-        }
+        // Early hand-off: an end of transmission without an event runs
+        // first (a no-op for every other queue, as at a checkpoint).
+        q.settle_tx_end(now, &mut self.flow_counters);
         q.qdisc_timer(now, &mut self.flow_counters);
         if q.on_medium() {
             let m = link.medium().expect("a queue on a medium has one");
