@@ -237,11 +237,14 @@ macro_rules! dispatch {
 
 impl AnyCc {
     /// `on_ack`, then the window and pacing rate it leaves, in one
-    /// dispatch (the sender needs all three on every ACK).
+    /// dispatch (the sender needs all three on every ACK). The event is
+    /// built inside each arm, by `ev`: where a controller's `on_ack` is
+    /// inlined, the fields it never reads are never written (a whole
+    /// event is 14 stores on every ACK).
     #[inline]
-    pub fn on_ack_then_window(&mut self, ev: &AckEvent) -> (u32, Option<u64>) {
+    pub fn on_ack_then_window<'a>(&mut self, ev: impl FnOnce() -> AckEvent<'a>) -> (u32, Option<u64>) {
         dispatch!(self, c => {
-            c.on_ack(ev);
+            c.on_ack(&ev());
             (c.cwnd(), c.pacing_rate_bps())
         })
     }

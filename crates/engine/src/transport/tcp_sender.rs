@@ -431,24 +431,25 @@ impl TcpSender {
         // says nothing new). With per-packet feedback an ECE ACK acknowledges
         // CE-marked data and grows nothing (RFC 3168 §6.1.2).
         let classic_cwr = self.feedback == Feedback::Classic && self.in_cwr;
-        let ev = AckEvent {
+        let (rtt, sb, in_recovery, cwnd_limited) = (&self.rtt, &self.sb, self.in_recovery, self.cwnd_limited);
+        let ev = || AckEvent {
             now_ns,
             acked_segs: acked,
             delivered_segs: delivered,
             ce_segs,
             ece: ece && self.feedback == Feedback::Accurate,
             rtt_ns: rtt_sample,
-            srtt_ns: self.rtt.srtt_ns(),
-            min_rtt_ns: self.rtt.min_rtt_ns(),
+            srtt_ns: rtt.srtt_ns(),
+            min_rtt_ns: rtt.min_rtt_ns(),
             snd_una: una,
-            snd_nxt: self.sb.nxt(),
-            in_flight_segs: self.sb.pipe(),
-            in_recovery: self.in_recovery || classic_cwr,
-            cwnd_limited: self.cwnd_limited,
+            snd_nxt: sb.nxt(),
+            in_flight_segs: sb.pipe(),
+            in_recovery: in_recovery || classic_cwr,
+            cwnd_limited,
             rate: rate_sample.as_ref(),
         };
         // The window and pacing rate the ACK leaves, from the same dispatch.
-        let (cwnd, cc_rate) = self.cc.on_ack_then_window(&ev);
+        let (cwnd, cc_rate) = self.cc.on_ack_then_window(ev);
 
         if self.total_segs.is_some_and(|t| una >= t) {
             self.state = SenderState::Finished;
