@@ -249,6 +249,7 @@ impl TcpReceiver {
         }
     }
 
+    #[inline(always)]
     fn send_ack(&mut self, at_ns: u64, out: &mut impl Outbox) {
         // Only the rare ACK with SACK blocks is built in memory: the common
         // one stays in registers until `out` stores it where it goes (see
