@@ -226,6 +226,7 @@ impl TcpSender {
         }
     }
 
+    #[inline(always)]
     pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
         match pkt.kind {
             PacketKind::SynAck => self.on_syn_ack(now_ns, pkt, out),
@@ -307,6 +308,7 @@ impl TcpSender {
         }
     }
 
+    #[inline(always)]
     fn on_ack(&mut self, now_ns: u64, ack: &Packet, out: &mut Vec<Packet>) {
         if self.state != SenderState::Established {
             return;
