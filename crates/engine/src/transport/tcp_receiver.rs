@@ -249,6 +249,9 @@ impl TcpReceiver {
         }
     }
 
+    /// Always inlined: as a call, its entry and exit (the register saves)
+    /// were 18 of the 108 instructions an ACK cost (A-10-ack1, callgrind;
+    /// docs/performance.md).
     #[inline(always)]
     fn send_ack(&mut self, at_ns: u64, out: &mut impl Outbox) {
         // Only the rare ACK with SACK blocks is built in memory: the common

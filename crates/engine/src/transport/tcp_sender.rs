@@ -226,6 +226,10 @@ impl TcpSender {
         }
     }
 
+    /// Always inlined, as is `on_ack`: the world's delivery is the one
+    /// caller on the per-packet path, and a call here cost every ACK its
+    /// register saves (A-10-ack1: 17 instructions per packet, callgrind,
+    /// docs/performance.md).
     #[inline(always)]
     pub fn on_packet(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
         match pkt.kind {
@@ -308,7 +312,7 @@ impl TcpSender {
         }
     }
 
-    #[inline(always)]
+    #[inline(always)] // see `on_packet`
     fn on_ack(&mut self, now_ns: u64, ack: &Packet, out: &mut Vec<Packet>) {
         if self.state != SenderState::Established {
             return;
