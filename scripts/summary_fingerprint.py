@@ -75,6 +75,16 @@ def _sweep_points(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def bench_module() -> Any:
+    """python/aqmlab/bench.py, loaded alone (no compiled extension needed):
+    the benchmark scenarios' trees (``scenario(name, duration, metrics)``)."""
+    spec = importlib.util.spec_from_file_location("_aqmlab_bench", ROOT / "python/aqmlab/bench.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
 def scenarios() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for p in sorted(EXAMPLES.glob("*.toml")):
@@ -84,10 +94,7 @@ def scenarios() -> dict[str, dict[str, Any]]:
             out.update(_sweep_points(p))
         else:
             out[p.stem] = tree
-    spec = importlib.util.spec_from_file_location("_aqmlab_bench", ROOT / "python/aqmlab/bench.py")
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_module()
     missing = sorted(set(bench.SCENARIOS) - set(BENCH_DURATION))
     if missing:
         # A benchmark left out would go unchecked without anyone noticing.

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Instructions per unit of work in steady state, as docs/performance.md
+measures them: the engine runs a scenario at two lengths under callgrind, and
+the difference of the instruction counts is divided by the difference of the
+work (bottleneck packets, packet-hops or events). Start-up, set-up and the
+summary cancel out; instruction counts do not depend on the host.
+
+    python scripts/instructions.py A-10-ack1                # 1 s and 2 s
+    python scripts/instructions.py D --lines 30             # and where they go
+    python scripts/instructions.py my.json --lengths 1s 3s --per events
+
+A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
+unless ``--lengths`` says otherwise); anything else is a scenario file in
+JSON. ``--lines N`` records per instruction (``--dump-instr=yes``) and
+attributes each one, through ``addr2line -i``, to the innermost line of the
+engine's own source it was inlined from: the standard library's helpers are
+charged to the engine line that called them. It prints the N costliest
+lines and the cost per source file.
+
+Needs valgrind and binutils' addr2line; builds the engine's ``runjson``
+example (release, the profile-guided build when pgo/ holds a profile for
+this tree, see docs/performance.md) unless ``--exe`` names one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The two lengths per benchmark scenario (docs/performance.md's figures):
+#: long enough that the flows are in steady state in both.
+LENGTHS = {
+    "A-10": ("1s", "2s"), "A-100": ("1s", "2s"), "A-10-ack1": ("1s", "2s"), "A-100-ack1": ("1s", "2s"),
+    "B": ("1s", "2s"), "C-10": ("1s", "2s"), "C-1000": ("100ms", "200ms"), "C-10000": ("25ms", "50ms"),
+    "D": ("5ms", "10ms"), "D-ack1": ("5ms", "10ms"), "D-codel": ("5ms", "10ms"),
+    "D-1024": ("1.5ms", "3ms"), "D-1024-ack1": ("1.5ms", "3ms"),
+}
+
+#: What a unit of work is, per benchmark: a packet through the bottleneck, or
+#: a packet-hop in a fat tree (one line arrival each).
+PER = {name: ("hops" if name.startswith("D") else "packets") for name in LENGTHS}
+
+
+def scenario_tree(name: str, length: str) -> dict:
+    """A benchmark scenario at ``length``, or a JSON scenario file with its duration set."""
+    if name in LENGTHS:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from summary_fingerprint import bench_module  # one loader of python/aqmlab/bench.py
+
+        return bench_module().scenario(name, length)
+    try:
+        tree = json.loads(Path(name).read_text())
+    except ValueError as e:
+        print(f"instructions.py: {name}: not a scenario in JSON ({e})", file=sys.stderr)
+        raise SystemExit(2) from None
+    tree["duration"] = length
+    return tree
+
+
+def work_units(runjson_line: str, per: str) -> int:
+    """The work a run did, from ``runjson``'s line ("pkts N events M ... {kinds}")."""
+    if per == "packets":
+        return int(float(re.search(r"pkts (\S+)", runjson_line).group(1)))
+    if per == "events":
+        return int(re.search(r"events (\d+)", runjson_line).group(1))
+    return int(re.search(r'"line_arrival":(\d+)', runjson_line).group(1))
+
+
+def total_instructions(callgrind_out: str) -> int:
+    """The program's instructions, from a callgrind output's ``summary:`` line."""
+    return int(re.search(r"^summary: (\d+)", callgrind_out, re.M).group(1))
+
+
+def costs_by_address(callgrind_out: str, object_name: str) -> collections.Counter:
+    """Self cost per instruction address within ``object_name``, from a
+    callgrind output written with ``--dump-instr=yes --dump-line=no``
+    (positions are addresses, absolute or relative to the previous line;
+    object names are compressed to ``(id)`` after their first mention; the
+    line after ``calls=`` is a call's inclusive cost, not a self cost)."""
+    names: dict[str, str] = {}
+    cost: collections.Counter = collections.Counter()
+    current = ""
+    addr = 0
+    after_call = False
+    for line in callgrind_out.splitlines():
+        m = re.match(r"(c?ob)=\((\d+)\)(?: (.*))?$", line)
+        if m:
+            if m.group(3):
+                names[m.group(2)] = m.group(3)
+            if m.group(1) == "ob":
+                current = names.get(m.group(2), "")
+            continue
+        if line.startswith("calls="):
+            after_call = True
+            continue
+        if not line or line[0] not in "0123456789+-*":
+            continue
+        fields = line.split()
+        pos = fields[0]
+        if pos.startswith("0x"):
+            addr = int(pos, 16)
+        elif pos[0] in "+-":
+            addr += int(pos)
+        if after_call:
+            after_call = False
+            continue
+        if len(fields) > 1 and current.endswith(object_name):
+            cost[addr] += int(fields[1])
+    return cost
+
+
+def own_line(chain: list[str]) -> str:
+    """The innermost frame of an ``addr2line -i`` chain that lies in the
+    engine's own source (``crates/...``), as ``path:line``; else ``?``."""
+    for frame in chain:
+        if "/crates/" in frame:
+            path, _, line = frame.partition(" (discriminator")[0].rpartition(":")
+            return f"{path.split('/src/')[-1]}:{line}"
+    return "?"
+
+
+def inline_chains(exe: Path, addresses: list[int]) -> dict[int, list[str]]:
+    """``addr2line -a -i``: for each address, its frames, innermost first."""
+    out = subprocess.run(["addr2line", "-a", "-i", "-e", str(exe), *(f"{a:x}" for a in addresses)],
+                         capture_output=True, text=True, check=True).stdout
+    chains: dict[int, list[str]] = {}
+    current: list[str] = []
+    for line in out.splitlines():
+        if line.startswith("0x"):
+            current = chains.setdefault(int(line, 16), [])
+        else:
+            current.append(line)
+    return chains
+
+
+def run(exe: Path, tree: dict, out_file: Path, by_address: bool) -> str:
+    scen = out_file.with_suffix(".json")
+    scen.write_text(json.dumps(tree))
+    extra = ["--dump-instr=yes", "--dump-line=no"] if by_address else []
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", *extra, str(exe), str(scen)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"instructions.py: {exe.name} {scen.name} failed: {proc.stderr.strip()[-400:]}")
+    return proc.stdout.strip()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("scenario", help=f"a benchmark ({', '.join(LENGTHS)}) or a scenario JSON file")
+    ap.add_argument("--lengths", nargs=2, metavar=("SHORT", "LONG"), help="the two run lengths")
+    ap.add_argument("--per", choices=("packets", "hops", "events"), help="the unit of work (default: hops for D*, else packets)")
+    ap.add_argument("--exe", type=Path, help="a runjson binary built elsewhere")
+    ap.add_argument("--lines", type=int, default=0, metavar="N", help="also print the N costliest source lines")
+    a = ap.parse_args()
+    if a.scenario not in LENGTHS and not Path(a.scenario).is_file():
+        ap.error(f"scenario: '{a.scenario}' is neither a benchmark ({', '.join(LENGTHS)}) nor a file")
+    lengths = a.lengths or LENGTHS.get(a.scenario)
+    if lengths is None:
+        ap.error("--lengths: a scenario file needs its two run lengths")
+    per = a.per or PER.get(a.scenario, "packets")
+    exe = a.exe
+    if exe is None:
+        subprocess.run(["cargo", "build", "-q", "--release", "-p", "aqmlab-engine", "--example", "runjson"], cwd=ROOT, check=True)
+        exe = ROOT / "target/release/examples/runjson"
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = [Path(tmp) / f"cg-{i}.out" for i in range(2)]
+        trees = [scenario_tree(a.scenario, length) for length in lengths]
+        with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
+            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0), range(2)))
+        texts = [o.read_text() for o in outs]
+        units = work_units(lines[1], per) - work_units(lines[0], per)
+        total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
+        print(f"{a.scenario}: {total:.1f} instructions per {per[:-1]} ({lengths[1]} minus {lengths[0]}: {units:,} {per})")
+        if a.lines:
+            short, long = (costs_by_address(t, exe.name) for t in texts)
+            diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}
+            chains = inline_chains(exe, sorted(diff))
+            by_line: collections.Counter = collections.Counter()
+            for addr, c in diff.items():
+                by_line[own_line(chains.get(addr, []))] += c
+            by_file: collections.Counter = collections.Counter()
+            for k, c in by_line.items():
+                by_file[k.rpartition(":")[0] or k] += c
+            print(f"\nthe {a.lines} costliest lines of the engine's source (instructions per {per[:-1]}, inlined helpers included):")
+            for k, c in by_line.most_common(a.lines):
+                print(f"{c:9.1f}  {k}")
+            print("\nper source file:")
+            for k, c in by_file.most_common():
+                if abs(c) >= 0.05:
+                    print(f"{c:9.1f}  {k}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""scripts/instructions.py turns two callgrind runs into instructions per
+unit of work, the figures docs/performance.md reports. Its parsing is checked
+here on small callgrind outputs written by hand in the format's own terms
+(valgrind itself is not needed): a mistake in the address arithmetic, the
+name compression or the call lines would move costs between lines."""
+
+from __future__ import annotations
+
+from conftest import ROOT, load_script
+
+from aqmlab.bench import SCENARIOS
+
+ins = load_script(ROOT / "scripts" / "instructions.py", "instructions_script")
+
+# Two functions of `runjson` and one of libc. The line after `calls=` is the
+# call's inclusive cost (1000), not a self cost of 0x1010; positions are
+# absolute (0x...), relative (+n, -n) or repeated (*).
+CALLGRIND = """\
+# callgrind format
+version: 1
+positions: instr
+events: Ir
+summary: 1234
+
+ob=(1) /build/release/examples/runjson
+fl=(1) /src/a.rs
+fn=(1) hot
+0x1000 5
++4 7
+* 1
+cob=(2) /lib/libc.so.6
+cfn=(2) memcpy
+calls=1 0x9000
++6 1000
+-2 3
+
+ob=(2)
+fn=(2) memcpy
+0x9000 1000
+
+ob=(1)
+fn=(3) cold
+0x2000 2
+"""
+
+
+def test_self_costs_land_on_their_addresses_and_call_lines_are_not_self_costs():
+    cost = ins.costs_by_address(CALLGRIND, "runjson")
+    # 0x1000: 5; 0x1004: 7 + 1 (the repeated position); the call at 0x100a
+    # carries the callee's 1000, not charged; then 0x1008: 3; 0x2000: 2.
+    assert dict(cost) == {0x1000: 5, 0x1004: 8, 0x1008: 3, 0x2000: 2}
+    # The other object is kept apart, under its compressed name.
+    assert dict(ins.costs_by_address(CALLGRIND, "libc.so.6")) == {0x9000: 1000}
+    assert ins.total_instructions(CALLGRIND) == 1234
+
+
+def test_an_instruction_is_charged_to_the_innermost_line_of_the_engines_source():
+    chain = [
+        "/rustc/abc/library/core/src/slice/index.rs:278",
+        "/work/main/crates/engine/src/sim/ring.rs:128 (discriminator 3)",
+        "/work/main/crates/engine/src/net/delay_line.rs:63",
+    ]
+    assert ins.own_line(chain) == "sim/ring.rs:128"
+    assert ins.own_line(["/rustc/abc/library/core/src/option.rs:767"]) == "?"
+
+
+def test_work_is_read_from_runjson_s_line():
+    line = 'pkts 833333 events 833400 wall 0.300s -> 2.78 Mpkt/s; events/pkt {"line_arrival":833300,"sender_timer":100}'
+    assert ins.work_units(line, "packets") == 833333
+    assert ins.work_units(line, "events") == 833400
+    assert ins.work_units(line, "hops") == 833300
+
+
+def test_every_benchmark_has_two_lengths_and_a_unit():
+    assert set(ins.LENGTHS) == set(SCENARIOS)
+    for name, (short, long) in ins.LENGTHS.items():
+        assert short != long, name
+    assert ins.PER["D-1024"] == "hops" and ins.PER["A-10-ack1"] == "packets"
