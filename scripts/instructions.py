@@ -35,6 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from summary_fingerprint import bench_module  # noqa: E402  (the one loader of python/aqmlab/bench.py)
 
 #: The two lengths per benchmark scenario (docs/performance.md's figures):
 #: long enough that the flows are in steady state in both.
@@ -53,9 +55,6 @@ PER = {name: ("hops" if name.startswith("D") else "packets") for name in LENGTHS
 def scenario_tree(name: str, length: str) -> dict:
     """A benchmark scenario at ``length``, or a JSON scenario file with its duration set."""
     if name in LENGTHS:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from summary_fingerprint import bench_module  # one loader of python/aqmlab/bench.py
-
         return bench_module().scenario(name, length)
     try:
         tree = json.loads(Path(name).read_text())
