@@ -151,6 +151,14 @@ impl FqCodel {
         (pkt.flow_hash() % self.flows.len() as u32) as usize
     }
 
+    /// Whether a qdisc holding `pkts` packets of `bytes` in all is over its
+    /// packet or memory limit (checked after each enqueue, Linux
+    /// `fq_codel_enqueue`; and by `pass_through` for a packet alone).
+    #[inline]
+    fn over_limit(&self, pkts: u64, bytes: u64) -> bool {
+        pkts > self.limit_pkts || bytes > self.limit_bytes
+    }
+
     /// Linux `fq_codel_drop`: find the flow with the largest byte backlog
     /// (first one on ties) and drop from its head until half of that backlog
     /// is gone or `drop_batch` packets were dropped.
@@ -201,7 +209,7 @@ impl Qdisc for FqCodel {
             f.deficit = self.quantum;
             self.new_flows.push_back(idx as u32);
         }
-        if self.total_pkts as u64 > self.limit_pkts || self.total_bytes > self.limit_bytes {
+        if self.over_limit(self.total_pkts as u64, self.total_bytes) {
             self.drop_from_fattest(ctx);
         }
     }
@@ -252,8 +260,7 @@ impl Qdisc for FqCodel {
     /// that alone overflows the limit, enqueue then dequeue.
     fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
         debug_assert!(self.total_pkts == 0 && pkt.enq_ns == ctx.now_ns);
-        let fits = self.limit_pkts >= 1 && pkt.size_bytes as u64 <= self.limit_bytes;
-        if !fits || !self.new_flows.is_empty() || !self.old_flows.is_empty() {
+        if self.over_limit(1, pkt.size_bytes as u64) || !self.new_flows.is_empty() || !self.old_flows.is_empty() {
             self.enqueue(pkt, ctx);
             return self.dequeue(ctx);
         }
