@@ -11,7 +11,7 @@ use crate::cc::{self, CongestionControl};
 use crate::metrics::histogram::Histogram;
 use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::metrics::{summary, Results};
-use crate::net::delay_line::DelayLine;
+use crate::net::delay_line::{DelayLine, Lines};
 use crate::net::link::Link;
 use crate::net::medium::Medium;
 use crate::net::sojourn_log::SojournLog;
@@ -61,7 +61,7 @@ pub struct World {
     pub links: Vec<Link>,
     /// Shared half-duplex media (`net::medium`); empty without WLAN links.
     mediums: Vec<Medium>,
-    lines: Vec<DelayLine>,
+    lines: Lines,
     line_index: BTreeMap<route::LineKey, u32>,
     routes: Routes,
     pub flows: Vec<Flow>,

@@ -18,7 +18,14 @@
 use crate::packet::Packet;
 use crate::sim::ring::Ring;
 
+/// A line's header: every field a hop reads or writes, in one 64-byte cache
+/// line (a test checks the size). A fat tree has a line per port, and a hop
+/// touches two of them (the one it leaves, the one it enters); at 96 bytes,
+/// every other header straddled two cache lines, and a prefetch of the
+/// header loaded only the first (docs/performance.md). The rare list of
+/// lossy links lives apart, in [`Lines`].
 #[derive(Debug, Clone)]
+#[repr(align(64))]
 pub struct DelayLine {
     pub delay_ns: u64,
     /// Ordered by `enq_ns`, the arrival time at the line's end.
@@ -28,19 +35,36 @@ pub struct DelayLine {
     /// instead of loading the tail packet, written a hop ago and in a large
     /// fat tree usually out of cache (docs/performance.md).
     tail_at_ns: u64,
-    /// Links merged into this line that drop or mark at random (usually none).
-    pub lossy_links: Vec<u32>,
-    /// Time of the pending head event, if any.
-    pub event_at: Option<u64>,
+    /// Time of the pending head event, or [`NO_EVENT`]: an `Option<u64>`
+    /// would take 16 bytes and the header a second cache line.
+    event_at_ns: u64,
     /// Route and hop the head continues on, noted when its event was
     /// scheduled: a prefetch hint (`World::prefetch_next_event`), never
     /// read for a decision.
-    pub head_next: (u32, u8),
+    head_route: u32,
+    head_hop: u8,
+    /// Links merged into this line drop or mark at random ([`Lines::lossy_links`]).
+    lossy: bool,
 }
 
+/// `event_at_ns` when no event is pending: later than any event time.
+const NO_EVENT: u64 = u64::MAX;
+
 impl DelayLine {
-    pub fn new(delay_ns: u64, lossy_links: Vec<u32>) -> Self {
-        DelayLine { delay_ns, q: Ring::new(), tail_at_ns: 0, lossy_links, event_at: None, head_next: (0, 0) }
+    pub fn new(delay_ns: u64, lossy: bool) -> Self {
+        DelayLine { delay_ns, q: Ring::new(), tail_at_ns: 0, event_at_ns: NO_EVENT, head_route: 0, head_hop: 0, lossy }
+    }
+
+    /// Whether links merged into this line drop or mark at random.
+    #[inline(always)]
+    pub fn is_lossy(&self) -> bool {
+        self.lossy
+    }
+
+    /// Route and hop the head continues on (a prefetch hint).
+    #[inline(always)]
+    pub fn head_next(&self) -> (u32, u8) {
+        (self.head_route, self.head_hop)
     }
 
     /// Add a copy of `src` leaving at `depart_ns`, stamped with the `route`
@@ -66,12 +90,12 @@ impl DelayLine {
             return self.rearm();
         }
         self.tail_at_ns = at;
-        if self.event_at.is_some() {
+        if self.event_at_ns != NO_EVENT {
             // Appended behind a head whose event is pending (a line with a
             // pending event is never empty, and the event is never later
             // than its head): nothing to schedule, and the head, the line's
             // oldest packet and often out of cache, is not read.
-            debug_assert!(self.event_at <= self.head_time());
+            debug_assert!(Some(self.event_at_ns) <= self.head_time());
             return None;
         }
         self.rearm()
@@ -90,8 +114,8 @@ impl DelayLine {
     /// The line's event fired at `now_ns`: false if it was superseded.
     #[inline]
     pub fn take_event(&mut self, now_ns: u64) -> bool {
-        if self.event_at == Some(now_ns) {
-            self.event_at = None;
+        if self.event_at_ns == now_ns {
+            self.event_at_ns = NO_EVENT;
             true
         } else {
             false
@@ -102,10 +126,10 @@ impl DelayLine {
     #[inline]
     pub fn rearm(&mut self) -> Option<u64> {
         let p = self.q.front()?;
-        let (head, next) = (p.enq_ns, (p.route, p.hop));
-        if self.event_at.is_none_or(|e| head < e) {
-            self.event_at = Some(head);
-            self.head_next = next;
+        let head = p.enq_ns;
+        // `NO_EVENT` is later than any head.
+        if head < self.event_at_ns {
+            (self.event_at_ns, self.head_route, self.head_hop) = (head, p.route, p.hop);
             Some(head)
         } else {
             None
@@ -151,6 +175,54 @@ fn stamp(p: &mut Packet, at: u64, route: u32, hop: u8) {
     p.hop = hop;
 }
 
+/// The delay lines of a world, by index, and the lossy links merged into
+/// each: a list that a few lines have and a hop never reads unless its line
+/// is lossy, kept out of the lines' headers.
+#[derive(Debug, Clone, Default)]
+pub struct Lines {
+    lines: Vec<DelayLine>,
+    /// By line; empty for lines without lossy links.
+    lossy_links: Vec<Vec<u32>>,
+}
+
+impl Lines {
+    /// Add a line of `delay_ns` whose packets cross the rate-less random-loss
+    /// links `lossy_links`; returns its index.
+    pub fn add(&mut self, delay_ns: u64, lossy_links: Vec<u32>) -> u32 {
+        self.lines.push(DelayLine::new(delay_ns, !lossy_links.is_empty()));
+        self.lossy_links.push(lossy_links);
+        self.lines.len() as u32 - 1
+    }
+
+    /// The rate-less random-loss links merged into line `d`, in path order.
+    pub fn lossy_links(&self, d: usize) -> &[u32] {
+        &self.lossy_links[d]
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+}
+
+impl std::ops::Index<usize> for Lines {
+    type Output = DelayLine;
+    #[inline(always)]
+    fn index(&self, d: usize) -> &DelayLine {
+        &self.lines[d]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Lines {
+    #[inline(always)]
+    fn index_mut(&mut self, d: usize) -> &mut DelayLine {
+        &mut self.lines[d]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,8 +235,24 @@ mod tests {
     }
 
     #[test]
+    fn a_header_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<DelayLine>(), 64);
+        assert_eq!(std::mem::align_of::<DelayLine>(), 64);
+    }
+
+    #[test]
+    fn lines_keep_their_lossy_links_apart() {
+        let mut lines = Lines::default();
+        assert_eq!(lines.add(10, vec![]), 0);
+        assert_eq!(lines.add(20, vec![3, 1]), 1);
+        assert!(!lines[0].is_lossy() && lines[1].is_lossy());
+        assert_eq!((lines.lossy_links(0), lines.lossy_links(1)), (&[][..], &[3, 1][..]));
+        assert_eq!((lines[1].delay_ns, lines.len()), (20, 2));
+    }
+
+    #[test]
     fn late_pushes_are_inserted_in_time_order_and_move_the_head_event() {
-        let mut l = DelayLine::new(10, vec![]);
+        let mut l = DelayLine::new(10, false);
         assert_eq!(l.push(100, &pkt(1), 0, 0), Some(110));
         assert_eq!(l.push(105, &pkt(2), 0, 0), None);
         // An earlier departure becomes the new head: a new (earlier) event.
@@ -183,7 +271,7 @@ mod tests {
 
     #[test]
     fn a_push_while_the_head_event_runs_schedules_the_head_and_packets_carry_their_exit_time() {
-        let mut l = DelayLine::new(10, vec![]);
+        let mut l = DelayLine::new(10, false);
         assert_eq!(l.push(0, &pkt(1), 0, 0), Some(10));
         assert_eq!(l.push(5, &pkt(2), 0, 0), None);
         // The head's event runs: popping it leaves packet 2 (due at 15)
@@ -209,7 +297,7 @@ mod tests {
         let mut rng = crate::sim::rng::SimRng::derive(7, crate::sim::rng::Domain::Flow, 0);
         for round in 0..200 {
             let delay = 1 + rng.below(20);
-            let mut l = DelayLine::new(delay, vec![]);
+            let mut l = DelayLine::new(delay, false);
             let mut reference: Vec<(u64, u64)> = vec![]; // (arrival, seq)
             let (mut now, mut seq) = (0u64, 0u64);
             let (mut popped, mut expected) = (vec![], vec![]);
@@ -240,7 +328,7 @@ mod tests {
 
     #[test]
     fn packets_carry_the_route_position_they_were_pushed_with_on_append_and_on_insert() {
-        let mut l = DelayLine::new(10, vec![]);
+        let mut l = DelayLine::new(10, false);
         let mut stale = pkt(1);
         (stale.route, stale.hop) = (99, 7);
         assert_eq!(l.push(100, &stale, 3, 1), Some(110));

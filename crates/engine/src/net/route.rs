@@ -9,7 +9,7 @@
 //! Routes with equal stages are shared too: the ten thousand flows of a
 //! dumbbell use two routes, so looking a stage up stays in cache.
 
-use super::delay_line::DelayLine;
+use super::delay_line::Lines;
 use super::link::Link;
 use std::collections::{BTreeMap, HashMap};
 
@@ -54,15 +54,14 @@ pub const SHARED: u32 = u32::MAX;
 /// links `lossy`, shared by every path with the same pair (or, with `owner`
 /// a link, by the paths leaving that link's queue); created on first use.
 pub fn shared_line(
-    lines: &mut Vec<DelayLine>,
+    lines: &mut Lines,
     line_index: &mut BTreeMap<LineKey, u32>,
     delay_ns: u64,
     lossy: Vec<u32>,
     owner: u32,
 ) -> u32 {
     *line_index.entry((delay_ns, lossy, owner)).or_insert_with_key(|(delay_ns, lossy, _)| {
-        lines.push(DelayLine::new(*delay_ns, lossy.clone()));
-        lines.len() as u32 - 1
+        lines.add(*delay_ns, lossy.clone())
     })
 }
 
@@ -73,7 +72,7 @@ pub fn shared_line(
 pub fn compile(
     hops: &[Hop],
     links: &[Link],
-    lines: &mut Vec<DelayLine>,
+    lines: &mut Lines,
     line_index: &mut BTreeMap<LineKey, u32>,
 ) -> Vec<Stage> {
     compile_with(hops, links, lines, line_index, false)
@@ -89,7 +88,7 @@ pub fn compile(
 pub fn compile_with(
     hops: &[Hop],
     links: &[Link],
-    lines: &mut Vec<DelayLine>,
+    lines: &mut Lines,
     line_index: &mut BTreeMap<LineKey, u32>,
     line_per_queue: bool,
 ) -> Vec<Stage> {

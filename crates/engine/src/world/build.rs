@@ -29,7 +29,7 @@ impl World {
             events: EventQueue::new(),
             mediums: topology.mediums.clone(),
             links,
-            lines: vec![],
+            lines: Lines::default(),
             line_index: BTreeMap::new(),
             routes: Routes::default(),
             flows: vec![],
@@ -234,7 +234,7 @@ impl World {
             route::make_sink_line(&mut fwd);
         }
         let reply_line = match rev.first() {
-            Some(&Stage::Line(d)) if self.lines[d as usize].lossy_links.is_empty() => Some(d),
+            Some(&Stage::Line(d)) if !self.lines[d as usize].is_lossy() => Some(d),
             _ => None,
         };
         let fwd_route = self.routes.intern(fwd);

@@ -96,9 +96,9 @@ impl World {
 /// transmission ends: a line follows, and it is lossless (a lossy line draws
 /// its random numbers in entry order, which early entries would change).
 #[inline(always)]
-fn early_line(routes: &Routes, lines: &[DelayLine], pkt: &Packet) -> Option<Stage> {
+fn early_line(routes: &Routes, lines: &Lines, pkt: &Packet) -> Option<Stage> {
     match routes.stage(pkt.route, pkt.hop) {
-        Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) if lines[d as usize].lossy_links.is_empty() => Some(line),
+        Some(line @ (Stage::Line(d) | Stage::SinkLine(d))) if !lines[d as usize].is_lossy() => Some(line),
         _ => None,
     }
 }

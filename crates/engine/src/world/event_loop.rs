@@ -205,7 +205,7 @@ impl World {
             if let Some(head) = line.head_slot() {
                 prefetch(head);
             }
-            let (route, hop) = line.head_next;
+            let (route, hop) = line.head_next();
             if let Some(Stage::Queue(l)) = self.routes.stage(route, hop) {
                 self.links[l as usize].prefetch_hot();
                 if let Some(Stage::Line(d2)) = self.routes.stage(route, hop + 1) {
@@ -303,7 +303,7 @@ impl World {
             unreachable!("{line:?} is not a line");
         };
         let next_hop = hop + 1;
-        if !self.lines[d as usize].lossy_links.is_empty() {
+        if self.lines[d as usize].is_lossy() {
             pkt.hop = next_hop;
             if !self.random_losses_slow(d as usize, pkt) {
                 return;
@@ -338,8 +338,8 @@ impl World {
     /// Random loss and marking of rate-less links merged into line `d`.
     #[inline(never)]
     pub(super) fn random_losses_slow(&mut self, d: usize, pkt: &mut Packet) -> bool {
-        for i in 0..self.lines[d].lossy_links.len() {
-            let l = self.lines[d].lossy_links[i] as usize;
+        for i in 0..self.lines.lossy_links(d).len() {
+            let l = self.lines.lossy_links(d)[i] as usize;
             if !self.links[l].apply_random(pkt, &mut self.flow_counters) {
                 return false;
             }
