@@ -8,6 +8,7 @@ summary cancel out; instruction counts do not depend on the host.
     python scripts/instructions.py A-10-ack1                # 1 s and 2 s
     python scripts/instructions.py D --lines 30             # and where they go
     python scripts/instructions.py my.json --lengths 1s 3s --per events
+    python scripts/instructions.py D-1024 --cache              # and cache misses
 
 A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
 unless ``--lengths`` says otherwise); anything else is a scenario file in
@@ -15,7 +16,11 @@ JSON. ``--lines N`` records per instruction (``--dump-instr=yes``) and
 attributes each one, through ``addr2line -i``, to the innermost line of the
 engine's own source it was inlined from: the standard library's helpers are
 charged to the engine line that called them. It prints the N costliest
-lines and the cost per source file.
+lines and the cost per source file. ``--cache`` also simulates this
+machine's caches (``CACHE_GEOMETRY``: its 48 KB L1 data cache and, as
+callgrind's last level, its 2 MB L2) and prints the data misses per unit
+of each. The simulation ignores software prefetches: a miss it counts may
+be one the engine's prefetch hints have already started.
 
 Needs valgrind and binutils' addr2line; builds the engine's ``runjson``
 example (release, the profile-guided build when pgo/ holds a profile for
@@ -72,6 +77,23 @@ def work_units(runjson_line: str, per: str) -> int:
     if per == "events":
         return int(re.search(r"events (\d+)", runjson_line).group(1))
     return int(re.search(r'"line_arrival":(\d+)', runjson_line).group(1))
+
+
+#: The caches ``--cache`` simulates (docs/performance.md, Method): this
+#: machine's L1 data cache, and its per-core L2 as callgrind's "LL".
+CACHE_GEOMETRY = ("--D1=49152,12,64", "--LL=2097152,16,64")
+
+#: What ``--cache`` reports, by callgrind's event names.
+MISS_EVENTS = {"D1mr": "L1 data read misses", "D1mw": "L1 data write misses",
+               "DLmr": "L2 read misses", "DLmw": "L2 write misses"}
+
+
+def event_totals(callgrind_out: str) -> dict[str, int]:
+    """The whole run's count of each event, from the ``events:`` and
+    ``summary:`` lines (events missing from the end of a line count 0)."""
+    names = re.search(r"^events: (.*)$", callgrind_out, re.M).group(1).split()
+    counts = [int(x) for x in re.search(r"^summary: (.*)$", callgrind_out, re.M).group(1).split()]
+    return {name: counts[i] if i < len(counts) else 0 for i, name in enumerate(names)}
 
 
 def total_instructions(callgrind_out: str) -> int:
@@ -141,10 +163,12 @@ def inline_chains(exe: Path, addresses: list[int]) -> dict[int, list[str]]:
     return chains
 
 
-def run(exe: Path, tree: dict, out_file: Path, by_address: bool) -> str:
+def run(exe: Path, tree: dict, out_file: Path, by_address: bool, cache: bool) -> str:
     scen = out_file.with_suffix(".json")
     scen.write_text(json.dumps(tree))
     extra = ["--dump-instr=yes", "--dump-line=no"] if by_address else []
+    if cache:
+        extra += ["--cache-sim=yes", *CACHE_GEOMETRY]
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", *extra, str(exe), str(scen)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -159,6 +183,7 @@ def main() -> int:
     ap.add_argument("--per", choices=("packets", "hops", "events"), help="the unit of work (default: hops for D*, else packets)")
     ap.add_argument("--exe", type=Path, help="a runjson binary built elsewhere")
     ap.add_argument("--lines", type=int, default=0, metavar="N", help="also print the N costliest source lines")
+    ap.add_argument("--cache", action="store_true", help="also simulate the L1 and L2 data caches and print their misses")
     a = ap.parse_args()
     if a.scenario not in LENGTHS and not Path(a.scenario).is_file():
         ap.error(f"scenario: '{a.scenario}' is neither a benchmark ({', '.join(LENGTHS)}) nor a file")
@@ -174,11 +199,15 @@ def main() -> int:
         outs = [Path(tmp) / f"cg-{i}.out" for i in range(2)]
         trees = [scenario_tree(a.scenario, length) for length in lengths]
         with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
-            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0), range(2)))
+            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, a.cache), range(2)))
         texts = [o.read_text() for o in outs]
         units = work_units(lines[1], per) - work_units(lines[0], per)
         total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
         print(f"{a.scenario}: {total:.1f} instructions per {per[:-1]} ({lengths[1]} minus {lengths[0]}: {units:,} {per})")
+        if a.cache:
+            short, long = (event_totals(t) for t in texts)
+            for event, what in MISS_EVENTS.items():
+                print(f"{(long[event] - short[event]) / units:9.2f}  {what} per {per[:-1]}")
         if a.lines:
             short, long = (costs_by_address(t, exe.name) for t in texts)
             diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}

@@ -76,3 +76,14 @@ def test_every_benchmark_has_two_lengths_and_a_unit():
     for name, (short, long) in ins.LENGTHS.items():
         assert short != long, name
     assert ins.PER["D-1024"] == "hops" and ins.PER["A-10-ack1"] == "packets"
+
+
+def test_cache_misses_are_read_per_event_name_and_missing_trailing_events_count_zero():
+    header = "events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw\nsummary: 900 300 100 2 40 9 1 7\n"
+    totals = ins.event_totals(header)
+    assert totals["Ir"] == 900 and totals["D1mr"] == 40 and totals["D1mw"] == 9
+    assert totals["DLmr"] == 7 and totals["DLmw"] == 0
+    assert ins.total_instructions(header) == 900
+    # Every event --cache reports is one callgrind's cache simulation writes.
+    assert set(ins.MISS_EVENTS) <= set(totals)
+
