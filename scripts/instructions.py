@@ -8,7 +8,7 @@ summary cancel out; instruction counts do not depend on the host.
     python scripts/instructions.py A-10-ack1                # 1 s and 2 s
     python scripts/instructions.py D --lines 30             # and where they go
     python scripts/instructions.py my.json --lengths 1s 3s --per events
-    python scripts/instructions.py D-1024 --cache              # and cache misses
+    python scripts/instructions.py D-1024 --cache           # and cache misses
 
 A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
 unless ``--lengths`` says otherwise); anything else is a scenario file in
