@@ -52,15 +52,19 @@ LENGTHS = {
     "D-1024": ("1.5ms", "3ms"), "D-1024-ack1": ("1.5ms", "3ms"),
 }
 
+#: python/aqmlab/bench.py, loaded once: the benchmarks' scenarios and units.
+BENCH = bench_module()
+
 #: What a unit of work is, per benchmark: a packet through the bottleneck, or
-#: a packet-hop in a fat tree (one line arrival each).
-PER = {name: ("hops" if name.startswith("D") else "packets") for name in LENGTHS}
+#: a packet-hop in a fat tree (one line arrival each), as the benchmark's
+#: own headline rate counts it (``bench.headline``).
+PER = {name: ("hops" if BENCH.headline(name) == "hops" else "packets") for name in LENGTHS}
 
 
 def scenario_tree(name: str, length: str) -> dict:
     """A benchmark scenario at ``length``, or a JSON scenario file with its duration set."""
     if name in LENGTHS:
-        return bench_module().scenario(name, length)
+        return BENCH.scenario(name, length)
     try:
         tree = json.loads(Path(name).read_text())
     except ValueError as e:
@@ -98,7 +102,7 @@ def event_totals(callgrind_out: str) -> dict[str, int]:
 
 def total_instructions(callgrind_out: str) -> int:
     """The program's instructions, from a callgrind output's ``summary:`` line."""
-    return int(re.search(r"^summary: (\d+)", callgrind_out, re.M).group(1))
+    return event_totals(callgrind_out)["Ir"]
 
 
 def costs_by_address(callgrind_out: str, object_name: str) -> collections.Counter:
