@@ -125,7 +125,10 @@ impl DelayLine {
     /// After popping what is due: the next head time to schedule, if any.
     #[inline]
     pub fn rearm(&mut self) -> Option<u64> {
-        let p = self.q.front()?;
+        let Some(p) = self.q.front() else {
+            self.q.rewind(); // the line has emptied: reuse its first slots
+            return None;
+        };
         let head = p.enq_ns;
         // `NO_EVENT` is later than any head.
         if head < self.event_at_ns {
@@ -240,6 +243,21 @@ mod tests {
         assert!(!lines[0].is_lossy() && lines[1].is_lossy());
         assert_eq!((lines.lossy_links(0), lines.lossy_links(1)), (&[][..], &[3, 1][..]));
         assert_eq!(lines[1].delay_ns, 20);
+    }
+
+    #[test]
+    fn a_line_carrying_one_packet_at_a_time_keeps_it_in_one_slot() {
+        let mut l = DelayLine::new(10, false);
+        let mut first_slot = None;
+        for i in 0..50u64 {
+            // As the event loop does: push, pop when due, rearm.
+            assert_eq!(l.push(100 * i, &pkt(i), 0, 0), Some(100 * i + 10));
+            let slot: *const Packet = l.head_slot().unwrap();
+            assert_eq!(*first_slot.get_or_insert(slot), slot, "packet {i} went to another slot");
+            assert!(l.take_event(100 * i + 10));
+            assert_eq!(l.pop_due(100 * i + 10).map(|p| p.seq), Some(i));
+            assert_eq!(l.rearm(), None);
+        }
     }
 
     #[test]

@@ -95,7 +95,13 @@ impl QueueSlot {
     pub fn start_due(&mut self, now_ns: u64, log: &mut SojournLog, index: u32) {
         while self.next_start_ns <= now_ns {
             let w = self.waiting.pop_front().expect("a front exists");
-            self.next_start_ns = self.waiting.front().map_or(u64::MAX, |n| n.start_ns);
+            self.next_start_ns = match self.waiting.front() {
+                Some(n) => n.start_ns,
+                None => {
+                    self.waiting.rewind(); // emptied: reuse its first slots
+                    u64::MAX
+                }
+            };
             self.waiting_bytes -= w.size_bytes as u64;
             self.record_start(&w, Some((&mut *log, index)));
         }
