@@ -68,3 +68,29 @@ fn a_lost_packet_is_an_error_naming_the_queue_and_the_counts() {
         "queue 'bottleneck' lost track of packets: arrived 2 != departed 0 + dropped 0 + resident 1"
     );
 }
+
+/// Departure lookahead: a queue whose waiting ring holds one record at a
+/// time keeps it in one slot (`start_due` rewinds the ring it empties, so
+/// it does not walk its buffer a cache line per packet).
+#[test]
+fn a_waiting_ring_holding_one_record_at_a_time_keeps_it_in_one_slot() {
+    let mut link = fifo_link(10);
+    link.enable_departure_lookahead(false);
+    let q = link.queue.as_mut().unwrap();
+    assert!(q.departure_lookahead);
+    let mut flows = vec![FlowQueueCounters::default(); 2];
+    let mut log = SojournLog::new(false);
+    let mut first_slot = None;
+    for i in 0..20u64 {
+        // Two arrivals at once, pairs 10 ms apart (a packet takes 1.2 ms
+        // at 10 Mbit/s): the first starts at once, the second waits for
+        // it; the next pair's first arrival settles the waiting one and
+        // empties the ring.
+        let now_ns = i * 10_000_000;
+        assert!(q.arrive_ahead(now_ns, &mut data(1, Ecn::NotEct), &mut flows, &mut log, 0).is_some());
+        assert!(q.arrive_ahead(now_ns, &mut data(1, Ecn::NotEct), &mut flows, &mut log, 0).is_some());
+        assert_eq!(q.waiting.len(), 1);
+        let slot: *const Waiting = q.waiting.front().unwrap();
+        assert_eq!(*first_slot.get_or_insert(slot), slot, "pair {i}: the waiting record went to another slot");
+    }
+}
