@@ -5,12 +5,13 @@ renamed over the target) and fail with one line (OutputError)."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 from aqmlab._engine import ScenarioError
 
 __all__ = ["MAX_FILE_BYTES", "OutputError", "atomic_write_bytes", "atomic_write_text", "check_writable_dir",
-           "read_text_file"]  # fmt: skip
+           "read_text_file", "remove_orphaned_temporaries"]  # fmt: skip
 
 
 #: Largest scenario or sweep file read (real ones are a few kB). Reading is
@@ -80,11 +81,14 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     reader (or a crash) never sees half a file and an old file survives a
     failed write. The temporary name holds the process and thread, so
     concurrent writers (two sweeps sharing a cache) never share one; the
-    rename is atomic, and writers of one cache key write identical bytes."""
+    rename is atomic, and writers of one cache key write identical bytes.
+    The name also holds the host, so that `remove_orphaned_temporaries` can
+    tell a dead writer's file from a live one's on storage that several
+    machines share."""
     import threading
 
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}@{_HOST}{_TMP_SUFFIX}")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
@@ -99,3 +103,38 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         except OSError:  # renamed (the usual case), never created, or unwritable
             pass
     return p
+
+
+_HOST = socket.gethostname()
+_TMP_SUFFIX = ".tmp"
+
+
+def _writer_is_dead(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+
+def remove_orphaned_temporaries(directory: Path, pattern: str) -> int:
+    """Remove the temporary files of `atomic_write_bytes` under `directory`
+    (matching the glob `pattern`) whose writer was killed before its rename
+    (SIGKILL cannot be handled, so nobody else removes them). Only files of
+    this host whose process no longer exists go: a live writer's file, or
+    one of another machine sharing the directory, is never touched (a reused
+    process id only keeps an orphan longer). Returns how many were removed."""
+    removed = 0
+    for f in directory.glob(pattern):
+        writer, sep, host = f.name[: -len(_TMP_SUFFIX)].rpartition("@")
+        pid = writer.rpartition(".")[2].partition("-")[0]
+        if not sep or host != _HOST or not pid.isdigit() or not _writer_is_dead(int(pid)):
+            continue
+        try:
+            f.unlink()
+            removed += 1
+        except OSError:  # already gone (another sweep's clean-up) or not ours to remove
+            pass
+    return removed

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aqmlab import _engine
+from aqmlab._io import remove_orphaned_temporaries
 from aqmlab.scenario import ScenarioError, atomic_write_text, check_tree, set_path
 
 __all__ = [
@@ -147,6 +148,12 @@ class Cache:
     def __len__(self) -> int:
         return sum(1 for _ in self.dir.glob("*/*.json")) if self.dir.exists() else 0
 
+    def remove_orphaned_temporaries(self) -> int:
+        """Remove entries' temporary files left by writers killed with
+        SIGKILL mid-write (see `aqmlab._io.remove_orphaned_temporaries`);
+        every sweep and reproduction does this when it opens the cache."""
+        return remove_orphaned_temporaries(self.dir, "*/.*.json.*.tmp")
+
 
 # ---------------------------------------------------------------------------
 # Running points.
@@ -225,6 +232,8 @@ def run_points(
             raise SweepError(f"jobs: {jobs!r}: must be a whole number, at least 1 (leave it out to use every core)")
         jobs = n
     cache = Cache(cache_dir) if cache_dir is not None else None
+    if cache is not None:
+        cache.remove_orphaned_temporaries()
     total = len(points)
     outcomes: dict[str, Outcome] = {}
     done = 0
