@@ -18,7 +18,7 @@
 //!
 //! Storage, classification and scheduling are shared with DualPI2 ([`super::dualq`]).
 
-use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
+use super::dualq::{delegate_to_dual_queue, DualQueue, DualQueueAqm, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::sim::units::serde_duration;
@@ -171,19 +171,23 @@ impl CurvyRed {
     }
 }
 
+impl DualQueueAqm for CurvyRed {
+    fn dual_queue(&mut self) -> &mut DualQueue {
+        &mut self.dq
+    }
+    #[inline]
+    fn judge(&mut self, pkt: Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+        if pkt.subq == L {
+            self.l4s(pkt, ctx)
+        } else {
+            self.classic(pkt, ctx)
+        }
+    }
+}
+
 impl Qdisc for CurvyRed {
     delegate_to_dual_queue!();
 
-    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
-        loop {
-            let (pkt, _, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
-            let out = if pkt.subq == L { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) };
-            if let Some(pkt) = out {
-                self.dq.commit(credit);
-                return Some(pkt);
-            }
-        }
-    }
     fn probe_names(&self) -> &'static [&'static str] {
         &["q_c_ms", "p_c", "p_cl"]
     }
@@ -197,7 +201,7 @@ impl Qdisc for CurvyRed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aqm::testing::{data, env, random_trace, Harness};
+    use crate::aqm::testing::{compare_pass_through, data, env, random_trace, Harness};
     use crate::packet::Ecn;
 
     const MS: u64 = 1_000_000;
@@ -266,5 +270,21 @@ mod tests {
         let mut h = Harness::new(CurvyRed::new(CurvyRedConfig::default(), &env(10_000_000, 40)).unwrap());
         random_trace(&mut h, 20_000);
         h.assert_conservation();
+    }
+
+    /// The engine's early hand-off relies on `pass_through` leaving Curvy
+    /// RED exactly as `enqueue` then `dequeue` would (`compare_pass_through`:
+    /// packets, counters, random draws, Q_C and the WRR credit after every
+    /// step of a trace of overload and drain). A passed Classic packet
+    /// updates Q_C with a sojourn of 0, as a dequeued lone one does.
+    #[test]
+    fn pass_through_equals_enqueue_then_dequeue() {
+        let e = env(100_000_000, 200);
+        let mut a = Harness::new(CurvyRed::new(CurvyRedConfig::default(), &e).unwrap());
+        let mut b = Harness::new(CurvyRed::new(CurvyRedConfig::default(), &e).unwrap());
+        let (passed, changed) = compare_pass_through(&mut a, &mut b, |q| format!("{:?} {:?}", q.vars, q.dq.credit()));
+        assert!(passed > 1000, "{passed} arrivals at an empty queue");
+        assert!(changed > 500, "{changed} passed packets changed Q_C");
+        assert!(a.drops() > 100 && a.marks() > 100, "{} drops, {} marks", a.drops(), a.marks());
     }
 }

@@ -19,7 +19,7 @@
 //! coupled probabilities combine); every numeric default can be overridden.
 
 use super::pi::{check_pi_gains, pi_config};
-use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
+use super::dualq::{delegate_to_dual_queue, DualQueue, DualQueueAqm, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::sim::units::serde_duration;
@@ -311,19 +311,26 @@ impl DualPi2 {
     }
 }
 
+impl DualQueueAqm for DualPi2 {
+    fn dual_queue(&mut self) -> &mut DualQueue {
+        &mut self.dq
+    }
+    /// A packet passed through an empty DualPI2 (sojourn 0, no packet left
+    /// behind it, so the 2-MTU guard holds back the PI signal) is never
+    /// signalled.
+    #[inline]
+    fn judge(&mut self, pkt: Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+        if pkt.subq == L {
+            self.l4s(pkt, l_len_before, ctx)
+        } else {
+            self.classic(pkt, ctx)
+        }
+    }
+}
+
 impl Qdisc for DualPi2 {
     delegate_to_dual_queue!();
 
-    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
-        loop {
-            let (pkt, l_len_before, credit) = self.dq.pop(ctx.now_ns)?.into_parts();
-            let out = if pkt.subq == L { self.l4s(pkt, l_len_before, ctx) } else { self.classic(pkt, ctx) };
-            if let Some(pkt) = out {
-                self.dq.commit(credit);
-                return Some(pkt);
-            }
-        }
-    }
     fn next_timer_ns(&self) -> Option<u64> {
         Some(self.vars.next_timer_ns)
     }

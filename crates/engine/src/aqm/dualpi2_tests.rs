@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::aqm::dualq::C;
-use crate::aqm::testing::{data, env, random_trace, Harness};
+use crate::aqm::testing::{compare_pass_through, data, env, random_trace, Harness};
 use crate::packet::Ecn;
 
 const MS: u64 = 1_000_000;
@@ -253,5 +253,42 @@ fn random_trace_conserves_packets_in_both_variants_and_schedulers() {
         .unwrap();
         random_trace(&mut h, 20_000);
         h.assert_conservation();
+    }
+}
+
+/// The engine's early hand-off relies on `pass_through` leaving DualPI2
+/// exactly as `enqueue` then `dequeue` would (`compare_pass_through`:
+/// packets, counters, random draws, DualPI2's variables and the WRR credit
+/// after every step of a trace of overload and drain): both variants, both
+/// schedulers, any-ECT classification without drop on overload, and a byte
+/// limit that a lone packet can overflow (which restarts the credit).
+#[test]
+fn pass_through_equals_enqueue_then_dequeue() {
+    type Tweak = fn(&mut DualPi2Config);
+    let cases: [(&str, DualPi2Variant, Tweak, Option<u64>); 4] = [
+        ("linux", DualPi2Variant::Linux, |_| {}, None),
+        ("rfc, ts-fifo", DualPi2Variant::Rfc, |c| c.scheduler = SchedulerKind::TsFifo, None),
+        ("any ect, no drop on overload", DualPi2Variant::Linux, |c| {
+            c.l4s_ect = L4sEct::Any;
+            c.drop_on_overload = false;
+        }, None),
+        ("1000-byte limit", DualPi2Variant::Linux, |_| {}, Some(1000)),
+    ];
+    for (name, variant, tweak, limit_bytes) in cases {
+        let mut cfg = DualPi2Config { variant, tupdate_ns: Some(5 * MS), ..DualPi2Config::default() };
+        tweak(&mut cfg);
+        let mut e = env(100_000_000, 200);
+        if let Some(b) = limit_bytes {
+            e.limit = crate::aqm::QueueLimit { pkts: None, bytes: Some(b) };
+        }
+        let mut a = Harness::new(DualPi2::new(cfg.clone(), &e).unwrap());
+        let mut b = Harness::new(DualPi2::new(cfg, &e).unwrap());
+        let (passed, changed) = compare_pass_through(&mut a, &mut b, |q| format!("{:?} {:?}", q.vars, q.dq.credit()));
+        assert!(passed > 1000, "{name}: {passed} arrivals at an empty queue");
+        // The PI's and the step's signals (random draws) between them.
+        assert!(a.drops() > 100 && a.marks() > 100, "{name}: {} drops, {} marks", a.drops(), a.marks());
+        if limit_bytes.is_some() {
+            assert!(changed > 0, "{name}: no lone packet overflowed the buffer after the credit moved");
+        }
     }
 }

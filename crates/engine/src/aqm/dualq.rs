@@ -18,10 +18,10 @@ use crate::packet::{Ecn, Packet};
 use serde::{Deserialize, Serialize};
 
 /// The [`Qdisc`](super::Qdisc) methods that a dual-queue AQM answers from
-/// its `dq: DualQueue` field alone (classification, enqueue, lengths and
-/// sub-queue names), written once for `curvy_red`, `dualpi2` and
-/// `vdq_csaqm`. Used inside their `impl Qdisc` blocks; each keeps its own
-/// `dequeue`, where the base AQMs differ.
+/// its `dq: DualQueue` field and its [`DualQueueAqm::judge`]
+/// (classification, enqueue, dequeue, pass-through, lengths and sub-queue
+/// names), written once for `curvy_red`, `dualpi2` and `vdq_csaqm`. Used
+/// inside their `impl Qdisc` blocks.
 macro_rules! delegate_to_dual_queue {
     () => {
         fn classify(&self, pkt: &crate::packet::Packet) -> u8 {
@@ -29,6 +29,12 @@ macro_rules! delegate_to_dual_queue {
         }
         fn enqueue(&mut self, pkt: crate::packet::Packet, ctx: &mut super::QdiscCtx) {
             self.dq.enqueue(pkt, ctx);
+        }
+        fn dequeue(&mut self, ctx: &mut super::QdiscCtx) -> Option<crate::packet::Packet> {
+            super::dualq::dequeue(self, ctx)
+        }
+        fn pass_through(&mut self, pkt: crate::packet::Packet, ctx: &mut super::QdiscCtx) -> Option<crate::packet::Packet> {
+            super::dualq::pass_through(self, pkt, ctx)
         }
         fn len_pkts(&self) -> usize {
             self.dq.len()
@@ -45,6 +51,45 @@ macro_rules! delegate_to_dual_queue {
     };
 }
 pub(crate) use delegate_to_dual_queue;
+
+/// A base AQM over a [`DualQueue`] (DualPI2, Curvy RED, VDQ-CSAQM): what it
+/// does with each packet the scheduler takes. [`dequeue`] and
+/// [`pass_through`] are built on it.
+pub trait DualQueueAqm {
+    fn dual_queue(&mut self) -> &mut DualQueue;
+    /// The verdict on `pkt`, just taken from its queue, which held
+    /// `l_len_before` L packets before: the packet to send, or None if the
+    /// AQM dropped it (through `ctx`).
+    fn judge(&mut self, pkt: Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet>;
+}
+
+/// `dequeue` of a dual-queue AQM: take packets until the AQM lets one go,
+/// which alone moves the WRR credit (Linux `dualpi2_qdisc_dequeue`).
+#[inline]
+pub fn dequeue<A: DualQueueAqm>(aqm: &mut A, ctx: &mut QdiscCtx) -> Option<Packet> {
+    loop {
+        let (pkt, l_len_before, credit) = aqm.dual_queue().pop(ctx.now_ns)?.into_parts();
+        if let Some(pkt) = aqm.judge(pkt, l_len_before, ctx) {
+            aqm.dual_queue().commit(credit);
+            return Some(pkt);
+        }
+    }
+}
+
+/// [`Qdisc::pass_through`](super::Qdisc::pass_through) of a dual-queue AQM:
+/// a packet that finds both queues empty never enters them
+/// ([`DualQueue::pass_through`]) and is judged as [`dequeue`] judges a
+/// lone packet (sojourn 0). If the AQM drops it, `dequeue`'s next pop would
+/// find both queues empty and restart the WRR credit; so does this.
+#[inline]
+pub fn pass_through<A: DualQueueAqm>(aqm: &mut A, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    let (pkt, l_len_before) = aqm.dual_queue().pass_through(pkt, ctx)?;
+    let out = aqm.judge(pkt, l_len_before, ctx);
+    if out.is_none() {
+        aqm.dual_queue().restart_credit();
+    }
+    out
+}
 
 /// Sub-queue indices (order of [`SUBQUEUE_NAMES`]).
 pub const L: u8 = 0;
@@ -159,9 +204,7 @@ impl DualQueue {
     pub fn pop(&mut self, now: u64) -> Option<Popped> {
         let (ln, cn) = (self.l.len(), self.c.len());
         if ln == 0 && cn == 0 {
-            if let Sched::Wrr { credit, init, .. } = &mut self.sched {
-                *credit = *init;
-            }
+            self.restart_credit();
             return None;
         }
         let serve_l = match &self.sched {
@@ -184,6 +227,42 @@ impl DualQueue {
             Sched::TsFifo { .. } => 0,
         };
         Some(Popped { pkt, l_len_before: ln, credit_change })
+    }
+
+    /// Both queues were found empty: the WRR credit starts again (Linux
+    /// `dequeue_packet`).
+    pub fn restart_credit(&mut self) {
+        if let Sched::Wrr { credit, init, .. } = &mut self.sched {
+            *credit = *init;
+        }
+    }
+
+    /// `enqueue` then `pop` of a packet that finds both queues empty
+    /// ([`Qdisc::pass_through`](super::Qdisc::pass_through)), without
+    /// storing it. None if alone it overflows the buffer: dropped, and the
+    /// pop that would follow finds both queues empty. Otherwise the packet
+    /// and the L-queue length `pop` would report before it (1 if it is an
+    /// L packet, else 0); the credit does not move, the other queue being
+    /// empty.
+    #[inline]
+    pub fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<(Packet, usize)> {
+        debug_assert!(self.is_empty());
+        if self.limit.would_overflow(0, 0, pkt.size_bytes) {
+            ctx.drop(pkt, DropReason::Overflow);
+            self.restart_credit();
+            return None;
+        }
+        let l_len_before = usize::from(pkt.subq == L);
+        Some((pkt, l_len_before))
+    }
+
+    /// The WRR credit (None for TS-FIFO), for tests that compare states.
+    #[cfg(test)]
+    pub fn credit(&self) -> Option<i64> {
+        match self.sched {
+            Sched::Wrr { credit, .. } => Some(credit),
+            Sched::TsFifo { .. } => None,
+        }
     }
 
     /// The popped packet is being sent: apply its WRR credit change (packets

@@ -120,11 +120,12 @@ pub fn random_trace<Q: Qdisc>(h: &mut Harness<Q>, steps: usize) {
 /// `a` and `b`, built alike, run one seeded trace of 40 000 steps that
 /// alternates overload (arrivals 60 % of the steps, so queues stand above
 /// a 5 ms target for more than an interval) and drain (20 %; queues
-/// empty). At an arrival to an empty discipline with the transmitter
-/// idle (here: every second such arrival, so that queues build), `a`
-/// passes the packet through and `b` enqueues and dequeues it. The packets
-/// sent, the counters and `state` (what the discipline keeps besides its
-/// packet store) must agree after every step. Returns how many arrivals
+/// empty), running due timer ticks before each step. At an arrival to an
+/// empty discipline with the transmitter idle (here: every second such
+/// arrival, so that queues build), `a` passes the packet through and `b`
+/// enqueues and dequeues it. The packets sent, the counters and `state`
+/// (what the discipline keeps besides its packet store) must agree after
+/// every step. Returns how many arrivals
 /// were passed through, and how many of them changed `state`.
 #[track_caller]
 pub fn compare_pass_through<Q: Qdisc>(a: &mut Harness<Q>, b: &mut Harness<Q>, state: impl Fn(&Q) -> String) -> (u32, u32) {
@@ -133,6 +134,12 @@ pub fn compare_pass_through<Q: Qdisc>(a: &mut Harness<Q>, b: &mut Harness<Q>, st
     let (mut now, mut passed, mut changed) = (0u64, 0, 0);
     for step in 0..40_000u64 {
         now += r.below(2_000_000);
+        // Due timer ticks first (PIE's and DualPI2's probability updates).
+        for h in [&mut *a, &mut *b] {
+            while h.q.next_timer_ns().is_some_and(|t| t <= now) {
+                h.timer(now);
+            }
+        }
         let overload = (step / 400) % 2 == 0;
         if r.below(10) < if overload { 6 } else { 2 } {
             let mut p = data(1 + r.below(4) as u32, ecns[r.below(4) as usize]);

@@ -37,7 +37,7 @@
 //!   storage, classification and scheduling reuse [`super::dualq`] (strict
 //!   priority is its WRR with a Classic weight of 0).
 
-use super::dualq::{delegate_to_dual_queue, DualQueue, L4sEct, SchedulerKind, L};
+use super::dualq::{delegate_to_dual_queue, DualQueue, DualQueueAqm, L4sEct, SchedulerKind, L};
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::ppv::PV_MAX;
@@ -390,26 +390,26 @@ impl VdqCsaqm {
     }
 }
 
+impl DualQueueAqm for VdqCsaqm {
+    fn dual_queue(&mut self) -> &mut DualQueue {
+        &mut self.dq
+    }
+    fn judge(&mut self, pkt: Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+        let is_l4s = pkt.subq == L;
+        let pkt = if is_l4s { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) }?;
+        // Slides p. 14: a packet sent from L4S updates both VQs, one from
+        // Classic only VQ1.
+        if is_l4s {
+            self.vq0.push(ctx.now_ns, pkt.value(), pkt.size_bytes);
+        }
+        self.vq1.push(ctx.now_ns, pkt.value(), pkt.size_bytes);
+        Some(pkt)
+    }
+}
+
 impl Qdisc for VdqCsaqm {
     delegate_to_dual_queue!();
 
-    fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
-        let now = ctx.now_ns;
-        loop {
-            let (pkt, _, credit) = self.dq.pop(now)?.into_parts();
-            let is_l4s = pkt.subq == L;
-            let out = if is_l4s { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) };
-            if let Some(pkt) = out {
-                self.dq.commit(credit);
-                // Slides p. 14: L4S updates both VQs, Classic only VQ1.
-                if is_l4s {
-                    self.vq0.push(now, pkt.value(), pkt.size_bytes);
-                }
-                self.vq1.push(now, pkt.value(), pkt.size_bytes);
-                return Some(pkt);
-            }
-        }
-    }
     fn next_timer_ns(&self) -> Option<u64> {
         Some(self.next_timer_ns)
     }
