@@ -423,12 +423,16 @@ impl Pie {
     }
 }
 
-impl Qdisc for Pie {
-    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+impl Pie {
+    /// RFC 8033 §4.1 enqueue, but the push: the packet to queue, or None if
+    /// it was dropped (overflow, or `drop_early` on a Not-ECT packet or
+    /// above the marking threshold).
+    #[inline]
+    fn admit(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
         if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             self.vars.accu_prob = 0.0;
             ctx.drop(pkt, DropReason::Overflow);
-            return;
+            return None;
         }
         if self.drop_early(pkt.size_bytes, ctx) {
             self.vars.accu_prob = 0.0;
@@ -436,14 +440,31 @@ impl Qdisc for Pie {
             let p = &self.params;
             if !(p.ecn && self.vars.p <= p.mark_ecn_threshold && ctx.mark(&mut pkt, MarkReason::Aqm)) {
                 ctx.drop(pkt, DropReason::Aqm);
-                return;
+                return None;
             }
         }
-        self.q.push(pkt);
+        Some(pkt)
+    }
+}
+
+impl Qdisc for Pie {
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+        if let Some(pkt) = self.admit(pkt, ctx) {
+            self.q.push(pkt);
+        }
     }
 
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         let pkt = self.q.pop()?;
+        self.on_dequeue(&pkt, ctx.now_ns);
+        Some(pkt)
+    }
+    /// The packet skips the ring: admitted as `enqueue` would (with nothing
+    /// queued, `drop_early` never drops: under 2 MTUs), then the dequeue's
+    /// bookkeeping sees it leave an empty queue, as after `pop`.
+    fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+        debug_assert!(self.q.is_empty() && pkt.enq_ns == ctx.now_ns);
+        let pkt = self.admit(pkt, ctx)?;
         self.on_dequeue(&pkt, ctx.now_ns);
         Some(pkt)
     }

@@ -2,7 +2,7 @@
 //! hand from the RFC 8033 / Linux formulas in the comments.
 
 use super::*;
-use crate::aqm::testing::{data, env, random_trace, Harness};
+use crate::aqm::testing::{compare_pass_through, data, env, random_trace, Harness};
 use crate::packet::Ecn;
 
 const MS: u64 = 1_000_000;
@@ -254,5 +254,43 @@ fn random_trace_conserves_packets_in_every_preset() {
         let mut h = Harness::new(Pie::new(cfg, &env(10_000_000, 50)).unwrap());
         random_trace(&mut h, 20_000);
         h.assert_conservation();
+    }
+}
+
+/// The engine's early hand-off relies on `pass_through` leaving PIE exactly
+/// as `enqueue` then `dequeue` would (`compare_pass_through`: packets,
+/// counters, random draws and PIE's variables after every step of a trace
+/// of overload and drain, timer ticks included): the three presets, both
+/// estimators, ECN on and off, and a byte limit below a packet.
+#[test]
+fn pass_through_equals_enqueue_then_dequeue() {
+    let cases = [
+        (PiePreset::Rfc8033, None, false, None),
+        (PiePreset::Rfc8033, Some(PieEstimator::DqRate), true, None),
+        (PiePreset::Linux, None, true, None),
+        (PiePreset::Linux, Some(PieEstimator::DqRate), false, None),
+        (PiePreset::Linux314, None, false, None),
+        (PiePreset::Linux, None, false, Some(1000)),
+    ];
+    for (preset, estimator, ecn, limit_bytes) in cases {
+        let cfg = PieConfig { preset, estimator, ecn, ..PieConfig::default() };
+        let mut e = env(10_000_000, 200);
+        if let Some(b) = limit_bytes {
+            e.limit = crate::aqm::QueueLimit { pkts: None, bytes: Some(b) };
+        }
+        let mut a = Harness::new(Pie::new(cfg.clone(), &e).unwrap());
+        let mut b = Harness::new(Pie::new(cfg, &e).unwrap());
+        let (passed, changed) = compare_pass_through(&mut a, &mut b, |q| format!("{:?}", q.vars));
+        let case = format!("{preset:?} {estimator:?} ecn {ecn} limit {limit_bytes:?}");
+        assert!(passed > 1000, "{case}: {passed} arrivals at an empty queue");
+        if limit_bytes.is_none() {
+            assert!(a.drops() + a.marks() > 100, "{case}: {} signals", a.drops() + a.marks());
+        }
+        // A packet leaving an empty queue sets the timestamp estimator's
+        // delay and dequeue clock; the rate estimator measures only from a
+        // backlog of `dq_threshold` bytes, so it keeps its variables.
+        if a.q.params.estimator == PieEstimator::Timestamp {
+            assert!(changed > 100, "{case}: {changed} passed packets changed PIE's variables");
+        }
     }
 }

@@ -419,8 +419,12 @@ impl Red {
     }
 }
 
-impl Qdisc for Red {
-    fn enqueue(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) {
+impl Red {
+    /// Enqueue, but the push: the RED decision (Floyd-Jacobson, as ns-3's
+    /// `DoEnqueue`), then the buffer limit; the packet to queue, or None
+    /// if it was dropped.
+    #[inline]
+    fn admit(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
         let qlen = self.q.len();
         // Floyd-Jacobson: after idle, decay avg as if m packets had passed.
         let m = match self.vars.idle_since_ns.take() {
@@ -462,20 +466,46 @@ impl Qdisc for Red {
         };
         if verdict != Verdict::Pass && !(mark && ctx.mark(&mut pkt, MarkReason::Aqm)) {
             ctx.drop(pkt, DropReason::Aqm);
+            None
         } else if self.limit.would_overflow(self.q.len(), self.q.bytes(), pkt.size_bytes) {
             ctx.drop(pkt, DropReason::Overflow);
+            None
         } else {
+            Some(pkt)
+        }
+    }
+
+    /// After a dequeue: an empty queue starts the idle period that the
+    /// next arrival's average decays over.
+    #[inline]
+    fn note_idle(&mut self, now_ns: u64) {
+        // DEVIATION (ns-3/Linux start idle when a dequeue finds the queue
+        // empty): aqmlab starts it when the last packet leaves.
+        if self.q.is_empty() && self.vars.idle_since_ns.is_none() {
+            self.vars.idle_since_ns = Some(now_ns);
+        }
+    }
+}
+
+impl Qdisc for Red {
+    fn enqueue(&mut self, pkt: Packet, ctx: &mut QdiscCtx) {
+        if let Some(pkt) = self.admit(pkt, ctx) {
             self.q.push(pkt);
         }
     }
 
     fn dequeue(&mut self, ctx: &mut QdiscCtx) -> Option<Packet> {
         let pkt = self.q.pop();
-        // DEVIATION (ns-3/Linux start idle when a dequeue finds the queue
-        // empty): aqmlab starts it when the last packet leaves.
-        if self.q.is_empty() && self.vars.idle_since_ns.is_none() {
-            self.vars.idle_since_ns = Some(ctx.now_ns);
-        }
+        self.note_idle(ctx.now_ns);
+        pkt
+    }
+    /// The packet skips the ring: admitted as `enqueue` would, and the
+    /// queue, empty after it (or after its drop) as after `dequeue`, starts
+    /// idling now.
+    fn pass_through(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+        debug_assert!(self.q.is_empty() && pkt.enq_ns == ctx.now_ns);
+        let pkt = self.admit(pkt, ctx);
+        self.note_idle(ctx.now_ns);
         pkt
     }
     fn len_pkts(&self) -> usize {

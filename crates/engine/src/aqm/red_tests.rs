@@ -2,7 +2,7 @@
 //! Floyd-Jacobson / ARED formulas worked out in the comments.
 
 use super::*;
-use crate::aqm::testing::{data, env, random_trace, Harness};
+use crate::aqm::testing::{compare_pass_through, data, env, random_trace, Harness};
 use crate::packet::Ecn;
 
 const MS: u64 = 1_000_000;
@@ -335,4 +335,32 @@ fn random_trace_conserves_packets_red_and_ared() {
     let mut h = Harness::new(Red::new(AredConfig::default(), &env(10_000_000, 40)).unwrap());
     random_trace(&mut h, 20_000);
     h.assert_conservation();
+}
+
+/// The engine's early hand-off relies on `pass_through` leaving RED exactly
+/// as `enqueue` then `dequeue` would (`compare_pass_through`: packets,
+/// counters, random draws and RED's variables, the idle clock included,
+/// after every step of a trace of overload and drain): RED with ECN, gentle
+/// and byte mode, ARED (its timer ticks), and a byte limit below a packet.
+#[test]
+fn pass_through_equals_enqueue_then_dequeue() {
+    let e = env(10_000_000, 200);
+    let mut small = env(10_000_000, 200);
+    small.limit = crate::aqm::QueueLimit { pkts: None, bytes: Some(1000) };
+    let cases: [(&str, Red, crate::aqm::QdiscEnv); 4] = [
+        ("red", Red::new(RedConfig::default(), &e).unwrap(), e.clone()),
+        ("red ecn gentle bytes", Red::new(RedConfig { ecn: true, gentle: true, byte_mode: true, ..RedConfig::default() }, &e).unwrap(), e.clone()),
+        ("ared", Red::new(AredConfig::default(), &e).unwrap(), e.clone()),
+        ("red 1000-byte limit", Red::new(RedConfig::default(), &small).unwrap(), small.clone()),
+    ];
+    for (name, q, _) in cases {
+        let mut a = Harness::new(q.clone());
+        let mut b = Harness::new(q);
+        let (passed, changed) = compare_pass_through(&mut a, &mut b, |q| format!("{:?}", q.vars));
+        assert!(passed > 1000, "{name}: {passed} arrivals at an empty queue");
+        assert!(changed > 1000, "{name}: {changed} passed packets changed RED's variables");
+        if name != "red 1000-byte limit" {
+            assert!(a.drops() + a.marks() > 100, "{name}: {} signals", a.drops() + a.marks());
+        }
+    }
 }
