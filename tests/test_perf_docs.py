@@ -62,3 +62,30 @@ def test_summary_table_matches_its_committed_sets_of_rounds():
         assert cells[2] == f"{k} of {n}", f"{prefix}: {cells[2]!r}, the sets give {k} of {n}"
         assert cells[3] == ("met" if judged["met"] else "not met"), f"{prefix}: verdict {cells[3]!r}, {judged['status']}"
         assert cells[4] == medians, f"{prefix}: the sets' medians are {medians!r}, the Summary says {cells[4]!r}"
+
+
+def test_the_fat_trees_with_other_aqms_are_d_with_only_the_discipline_changed() -> None:
+    """scripts/perf_scenarios/D-*.json: the trees docs/performance.md measures
+    the other disciplines' pass-through on (stop 46). Each must be a valid
+    scenario and be bench scenario D's tree and traffic (at 10 ms, its
+    instruction-count length) with only the discipline, its parameters and
+    the name changed (and for VDQ-CSAQM, Prague flows with a packet-value
+    marker, which it needs), so that the figures compare like with like."""
+    import json
+
+    import aqmlab
+
+    bench = load_script(ROOT / "python" / "aqmlab" / "bench.py", "_bench_for_perf_docs")
+    files = sorted((ROOT / "scripts" / "perf_scenarios").glob("D-*.json"))
+    assert {f.stem for f in files} == {"D-dualpi2", "D-curvy_red", "D-vdq_csaqm", "D-pie", "D-red", "D-pi2"}
+    for f in files:
+        tree = json.loads(f.read_text())
+        aqmlab.validate(tree)
+        d = bench.scenario("D", "10ms")
+        assert tree["topology"]["fat_tree"]["aqm"] == f.stem.removeprefix("D-"), f
+        for t in (tree, d):
+            t["topology"]["fat_tree"].pop("aqm"), t["topology"]["fat_tree"].pop("params"), t.pop("name")
+        if f.stem == "D-vdq_csaqm":
+            assert tree["flows"][0].pop("marker") == {} and tree["flows"][0]["cc"] == "prague"
+            tree["flows"][0]["cc"] = "dctcp"
+        assert tree == d, f
