@@ -125,8 +125,8 @@ pub fn random_trace<Q: Qdisc>(h: &mut Harness<Q>, steps: usize) {
 /// arrival, so that queues build), `a` passes the packet through and `b`
 /// enqueues and dequeues it. The packets sent, the counters and `state`
 /// (what the discipline keeps besides its packet store) must agree after
-/// every step. Returns how many arrivals
-/// were passed through, and how many of them changed `state`.
+/// every step. Returns how many arrivals were passed through, and how many
+/// of them changed `state`.
 #[track_caller]
 pub fn compare_pass_through<Q: Qdisc>(a: &mut Harness<Q>, b: &mut Harness<Q>, state: impl Fn(&Q) -> String) -> (u32, u32) {
     let mut r = SimRng::derive(7, Domain::Workload, 0);
@@ -134,7 +134,8 @@ pub fn compare_pass_through<Q: Qdisc>(a: &mut Harness<Q>, b: &mut Harness<Q>, st
     let (mut now, mut passed, mut changed) = (0u64, 0, 0);
     for step in 0..40_000u64 {
         now += r.below(2_000_000);
-        // Due timer ticks first (PIE's and DualPI2's probability updates).
+        // Due timer ticks first (the probability updates of PIE and the PI
+        // controllers, ARED's max_p, VDQ-CSAQM's CTVs).
         for h in [&mut *a, &mut *b] {
             while h.q.next_timer_ns().is_some_and(|t| t <= now) {
                 h.timer(now);
