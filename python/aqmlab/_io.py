@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from pathlib import Path
 
 from aqmlab._engine import ScenarioError
@@ -85,10 +86,8 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     The name also holds the host, so that `remove_orphaned_temporaries` can
     tell a dead writer's file from a live one's on storage that several
     machines share."""
-    import threading
-
     p = Path(path)
-    tmp = p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}@{_HOST}{_TMP_SUFFIX}")
+    tmp = _temporary_path(p)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
@@ -106,31 +105,41 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 
 
 _HOST = socket.gethostname()
-_TMP_SUFFIX = ".tmp"
 
 
-def _writer_is_dead(pid: int) -> bool:
+def _temporary_path(p: Path) -> Path:
+    """`.NAME.PID-TID@HOST.tmp` beside `p`; `_of_a_dead_local_writer` reads it back."""
+    return p.with_name(f".{p.name}.{os.getpid()}-{threading.get_ident()}@{_HOST}.tmp")
+
+
+def _of_a_dead_local_writer(tmp: Path) -> bool:
+    """Whether `tmp` is named as `_temporary_path` names files, by a process
+    of this host that no longer exists."""
+    writer, sep, host = tmp.name.removesuffix(".tmp").rpartition("@")
+    pid = writer.rpartition(".")[2].partition("-")[0]
+    if not sep or host != _HOST or not pid.isdigit():
+        return False
     try:
-        os.kill(pid, 0)  # signal 0: only checks that the process exists
+        os.kill(int(pid), 0)  # signal 0: only checks that the process exists
     except ProcessLookupError:
         return True
-    except OSError:  # exists, owned by someone else
-        return False
+    except OSError:  # it exists, another user's
+        pass
     return False
 
 
-def remove_orphaned_temporaries(directory: Path, pattern: str) -> int:
-    """Remove the temporary files of `atomic_write_bytes` under `directory`
-    (matching the glob `pattern`) whose writer was killed before its rename
-    (SIGKILL cannot be handled, so nobody else removes them). Only files of
-    this host whose process no longer exists go: a live writer's file, or
-    one of another machine sharing the directory, is never touched (a reused
-    process id only keeps an orphan longer). Returns how many were removed."""
+def remove_orphaned_temporaries(directory: Path, final_names: str) -> int:
+    """Remove the temporary files that `atomic_write_bytes` made for files
+    matching the glob `final_names` under `directory` (e.g. ``*/*.json``)
+    and whose writer was killed before its rename (SIGKILL cannot be
+    handled, so nobody else removes them). Only files of this host whose
+    process no longer exists go: a live writer's file, or one of another
+    machine sharing the directory, is never touched (a reused process id
+    only keeps an orphan longer). Returns how many were removed."""
+    folder, _, name = final_names.rpartition("/")
     removed = 0
-    for f in directory.glob(pattern):
-        writer, sep, host = f.name[: -len(_TMP_SUFFIX)].rpartition("@")
-        pid = writer.rpartition(".")[2].partition("-")[0]
-        if not sep or host != _HOST or not pid.isdigit() or not _writer_is_dead(int(pid)):
+    for f in directory.glob(f"{folder}/.{name}.*.tmp" if folder else f".{name}.*.tmp"):
+        if not _of_a_dead_local_writer(f):
             continue
         try:
             f.unlink()

@@ -152,7 +152,7 @@ class Cache:
         """Remove entries' temporary files left by writers killed with
         SIGKILL mid-write (see `aqmlab._io.remove_orphaned_temporaries`);
         every sweep and reproduction does this when it opens the cache."""
-        return remove_orphaned_temporaries(self.dir, "*/.*.json.*.tmp")
+        return remove_orphaned_temporaries(self.dir, "*/*.json")
 
 
 # ---------------------------------------------------------------------------
