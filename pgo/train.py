@@ -25,6 +25,7 @@ outside this set.
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -77,22 +78,14 @@ for aqm in sorted(aqmlab.registry()["aqm"]):
 """
 
 
-# What the profile depends on: the code of the two crates and how they are built.
-SOURCES = ("Cargo.toml", "Cargo.lock", "crates/engine/Cargo.toml", "crates/engine/build.rs",
-           "crates/engine/src/**/*.rs", "crates/aqmlab-py/Cargo.toml", "crates/aqmlab-py/src/**/*.rs")  # fmt: skip
-
-
 def source_digest(root: Path = ROOT) -> str:
-    """SHA-256 over the path and bytes of every file in SOURCES, in path order."""
-    import hashlib
-
-    h = hashlib.sha256()
-    files = sorted({p for pattern in SOURCES for p in root.glob(pattern) if p.is_file()})
-    for p in files:
-        data = p.read_bytes()
-        h.update(f"{p.relative_to(root).as_posix()}\0{len(data)}\0".encode())
-        h.update(data)
-    return h.hexdigest()
+    """What the profile depends on: the digest of the two crates' code and how
+    they are built (python/aqmlab/_provenance.py, which the extension's own
+    record, ``_engine.SOURCE_DIGEST``, matches)."""
+    spec = importlib.util.spec_from_file_location("_aqmlab_provenance", root / "python" / "aqmlab" / "_provenance.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.source_digest(root)
 
 
 def _llvm_profdata() -> str:

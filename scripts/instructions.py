@@ -43,6 +43,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from summary_fingerprint import bench_module  # noqa: E402  (the one loader of python/aqmlab/bench.py)
 
+#: python/aqmlab/bench.py, loaded once: the benchmarks' scenarios and units.
+BENCH = bench_module()
+
 #: The two lengths per benchmark scenario (docs/performance.md's figures):
 #: long enough that the flows are in steady state in both.
 LENGTHS = {
@@ -50,10 +53,8 @@ LENGTHS = {
     "B": ("1s", "2s"), "C-10": ("1s", "2s"), "C-1000": ("100ms", "200ms"), "C-10000": ("25ms", "50ms"),
     "D": ("5ms", "10ms"), "D-ack1": ("5ms", "10ms"), "D-codel": ("5ms", "10ms"),
     "D-1024": ("1.5ms", "3ms"), "D-1024-ack1": ("1.5ms", "3ms"),
+    **{name: ("5ms", "10ms") for name in BENCH.ON_REQUEST},  # D-codel's tree, another discipline
 }
-
-#: python/aqmlab/bench.py, loaded once: the benchmarks' scenarios and units.
-BENCH = bench_module()
 
 #: What a unit of work is, per benchmark: a packet through the bottleneck, or
 #: a packet-hop in a fat tree (one line arrival each), as the benchmark's

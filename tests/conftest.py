@@ -16,6 +16,17 @@ EXAMPLES = ROOT / "examples"
 SCENARIO_EXAMPLES = sorted(p for p in EXAMPLES.glob("*.toml") if p.name != "sweep.toml")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test an engine built from other sources than this checkout:
+    an editable install does not rebuild the extension when the Rust
+    changes, and every test would then judge the old engine."""
+    from aqmlab._provenance import engine_mismatch
+
+    why = engine_mismatch(ROOT)
+    if why:
+        pytest.exit(f"aqmlab tests: {why}", returncode=2)
+
+
 def cli(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``python -m aqmlab ARGS`` (what the console script does)."""
     e = dict(os.environ)

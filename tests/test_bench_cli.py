@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aqmlab.bench import SCENARIOS, describe, scenario
+from aqmlab.bench import ALL_SCENARIOS, ON_REQUEST, SCENARIOS, describe, scenario
 from aqmlab.bench_table import rate_text, table
 from aqmlab.cli import build_parser, main
 from conftest import cli
@@ -147,7 +147,9 @@ def test_fat_tree_reports_its_hops_range_and_says_hops_per_s(tmp_path: Path) -> 
 def test_list_describes_every_scenario_from_its_definition(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split()[0] for line in lines] == list(SCENARIOS)
+    assert [line.split()[0] for line in lines] == list(ALL_SCENARIOS)
+    # Only the trees with other disciplines are on request, and they say so.
+    assert [line.split()[0] for line in lines if line.endswith("(on request: --only)")] == list(ON_REQUEST)
     by_name = {line.split()[0]: line for line in lines}
     assert "dumbbell 10Gbps, 100 DCTCP flows, base RTT 100 µs, AQM step (marks at 65pkt)" in by_name["A-100"]
     assert by_name["A-100"].rstrip().endswith("10 s simulated")
@@ -161,7 +163,9 @@ def test_list_describes_every_scenario_from_its_definition(capsys: pytest.Captur
         assert "ACK" not in by_name[name.removesuffix("-ack1")]
     assert list(SCENARIOS[SCENARIOS.index("D-1024"):]) == ["D-1024", "D-ack1", "D-1024-ack1", "D-codel"]
     assert "AQM codel (target 20 µs, interval 200 µs, ECN), 250pkt buffer per port; 50 ms simulated" in by_name["D-codel"]
-    for name in SCENARIOS:  # read from the tree, not a second list
+    assert "AQM dualpi2 (l4s_ect any, step_thresh 78 µs), 250pkt buffer per port; 50 ms simulated" in by_name["D-dualpi2"]
+    assert "PRAGUE permutation (every host sends to one other, packet values marked at each source)" in by_name["D-vdq_csaqm"]
+    for name in ALL_SCENARIOS:  # read from the tree, not a second list
         assert f"AQM {(scenario(name).get('bottleneck') or scenario(name)['topology']['fat_tree'])['aqm']}" in describe(name)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from conftest import ROOT, load_script
 
-from aqmlab.bench import SCENARIOS
+from aqmlab.bench import ALL_SCENARIOS
 
 ins = load_script(ROOT / "scripts" / "instructions.py", "instructions_script")
 
@@ -72,7 +72,7 @@ def test_work_is_read_from_runjson_s_line():
 
 
 def test_every_benchmark_has_two_lengths_and_a_unit():
-    assert set(ins.LENGTHS) == set(SCENARIOS)
+    assert set(ins.LENGTHS) == set(ALL_SCENARIOS)
     for name, (short, long) in ins.LENGTHS.items():
         assert short != long, name
     assert ins.PER["D-1024"] == "hops" and ins.PER["A-10-ack1"] == "packets"

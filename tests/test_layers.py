@@ -15,7 +15,8 @@ PKG = Path(__file__).resolve().parent.parent / "python" / "aqmlab"
 LAYERS: list[tuple[str, ...]] = [
     ("aqmlab._engine", "aqmlab.judging", "aqmlab.console", "aqmlab._plot_options", "aqmlab.columns",
      "aqmlab.busiest", "aqmlab.bench_table"),  # no aqmlab imports
-    ("aqmlab._io", "aqmlab._paths", "aqmlab.htmlpage"),  # bounded reads and atomic writes; the HTML pages' shared frame
+    # bounded reads and atomic writes; which sources the engine was built from; the HTML pages' shared frame
+    ("aqmlab._io", "aqmlab._paths", "aqmlab._provenance", "aqmlab.htmlpage"),
     ("aqmlab.scenario",),  # scenario files, validation through the engine, atomic writes
     ("aqmlab.resources",),  # the resource guard
     ("aqmlab.latency",),  # latency views of one run: their data and figures (registered in aqmlab.plots)

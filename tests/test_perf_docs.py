@@ -65,27 +65,26 @@ def test_summary_table_matches_its_committed_sets_of_rounds():
 
 
 def test_the_fat_trees_with_other_aqms_are_d_with_only_the_discipline_changed() -> None:
-    """scripts/perf_scenarios/D-*.json: the trees docs/performance.md measures
-    the other disciplines' pass-through on (stop 46). Each must be a valid
-    scenario and be bench scenario D's tree and traffic (at 10 ms, its
-    instruction-count length) with only the discipline, its parameters and
-    the name changed (and for VDQ-CSAQM, Prague flows with a packet-value
-    marker, which it needs), so that the figures compare like with like."""
-    import json
-
+    """The benchmarks on request (``bench.ON_REQUEST``): the trees
+    docs/performance.md measures the other disciplines' pass-through on
+    (stop 46). Each must be a valid scenario and be bench scenario D's tree
+    and traffic (at 10 ms, its instruction-count length) with only the
+    discipline, its parameters and the name changed (and for VDQ-CSAQM,
+    Prague flows with a packet-value marker, which it needs), so that the
+    figures compare like with like."""
     import aqmlab
 
     bench = load_script(ROOT / "python" / "aqmlab" / "bench.py", "_bench_for_perf_docs")
-    files = sorted((ROOT / "scripts" / "perf_scenarios").glob("D-*.json"))
-    assert {f.stem for f in files} == {"D-dualpi2", "D-curvy_red", "D-vdq_csaqm", "D-pie", "D-red", "D-pi2"}
-    for f in files:
-        tree = json.loads(f.read_text())
+    assert set(bench.ON_REQUEST) == {"D-dualpi2", "D-curvy_red", "D-vdq_csaqm", "D-pie", "D-red", "D-pi2"}
+    assert not set(bench.ON_REQUEST) & set(bench.SCENARIOS), "the default set runs none of them"
+    for name in bench.ON_REQUEST:
+        tree = bench.scenario(name, "10ms")
         aqmlab.validate(tree)
         d = bench.scenario("D", "10ms")
-        assert tree["topology"]["fat_tree"]["aqm"] == f.stem.removeprefix("D-"), f
+        assert tree["topology"]["fat_tree"]["aqm"] == name.removeprefix("D-"), name
         for t in (tree, d):
             t["topology"]["fat_tree"].pop("aqm"), t["topology"]["fat_tree"].pop("params"), t.pop("name")
-        if f.stem == "D-vdq_csaqm":
+        if name == "D-vdq_csaqm":
             assert tree["flows"][0].pop("marker") == {} and tree["flows"][0]["cc"] == "prague"
             tree["flows"][0]["cc"] = "dctcp"
-        assert tree == d, f
+        assert tree == d, name

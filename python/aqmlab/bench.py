@@ -32,6 +32,25 @@ Fixed scenarios:
   (interval about a worst-case RTT, §4.3: a 12-hop round trip of about 20 µs
   plus the queues; target 10 % of the interval, §4.4).
 
+On request only (``--only NAME``; ``--list`` shows them), not in the default
+set: D-codel's tree with another discipline on every port, 50 ms simulated
+(:data:`ON_REQUEST`; docs/performance.md, "Fat trees with an AQM"):
+
+* D-pie, D-pi2: PIE (RFC 8033) and PI2 (De Schepper et al. 2016; ``l4s``
+  on, which marks ECT(1) with k·p′: DCTCP's ECT(0) packets get the Classic
+  p′²), ECN, target 20 µs and update every 200 µs (our choice, as
+  D-codel's: at their 15 ms defaults neither signals in a fat tree); PIE
+  without its burst allowance (RFC 8033's 150 ms outlasts the 50 ms run).
+* D-red: RED (Floyd and Jacobson 1993) marking ECN, its defaults.
+* D-dualpi2: DualPI2 (RFC 9332) with every ECT packet classified L4S
+  (``l4s_ect = "any"``, as DCTCP's ECT(0) would otherwise be Classic) and
+  the L queue's step at 78 µs (our choice: 65 packets of 1 500 bytes at
+  10 Gbit/s, D's marking threshold).
+* D-curvy_red: the DualQ Curvy RED of the 2015 seed, its defaults.
+* D-vdq_csaqm: VDQ-CSAQM (the PPV seed) with its defaults, the long flows
+  TCP Prague with a packet-value marker (which VDQ-CSAQM needs); the
+  incasts stay DCTCP, unmarked.
+
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
 
@@ -71,10 +90,17 @@ from typing import Any
 
 from aqmlab.bench_table import rate_text, table
 
-__all__ = ["METRICS", "SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
+__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
              "D-1024-ack1", "D-codel")  # fmt: skip
+
+#: Benchmarks run only when named (``--only``): D-codel's tree with another
+#: discipline on every port (the module's docs).
+ON_REQUEST = ("D-pie", "D-pi2", "D-red", "D-dualpi2", "D-curvy_red", "D-vdq_csaqm")
+
+#: Every benchmark name, the default set first.
+ALL_SCENARIOS = SCENARIOS + ON_REQUEST
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -118,9 +144,18 @@ def _b() -> dict[str, Any]:
     }
 
 
-#: The queue on every port of D and D-1024 (scenario A's), and of D-codel.
+#: The queue on every port of D and D-1024 (scenario A's), of D-codel and of
+#: the fat trees on request (the module's docs say why these parameters).
 _STEP = ("step", {"threshold": "65pkt"})
 _CODEL = ("codel", {"target": "20us", "interval": "200us", "ecn": True})
+_OTHER_AQMS = {
+    "D-pie": ("pie", {"target": "20us", "tupdate": "200us", "max_burst": "0s", "ecn": True}),
+    "D-pi2": ("pi2", {"target": "20us", "tupdate": "200us", "l4s": True, "ecn": True}),
+    "D-red": ("red", {"ecn": True}),
+    "D-dualpi2": ("dualpi2", {"l4s_ect": "any", "step_thresh": "78us"}),
+    "D-curvy_red": ("curvy_red", {}),
+    "D-vdq_csaqm": ("vdq_csaqm", {}),
+}
 
 
 def _fat_tree(k: int, duration: str, aqm: tuple[str, dict[str, Any]] = _STEP) -> dict[str, Any]:
@@ -140,8 +175,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
     bottleneck rate (every link's rate in a fat tree; for scaling studies)."""
-    if name not in SCENARIOS:
-        raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(SCENARIOS)})")
+    if name not in ALL_SCENARIOS:
+        raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(ALL_SCENARIOS)})")
     # An "-ack1" scenario is its base scenario's tree with one change, so the
     # two cannot drift apart.
     base = name.removesuffix("-ack1")
@@ -154,6 +189,10 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         s = _fat_tree(8, "100ms")
     elif base == "D-codel":
         s = _fat_tree(8, "50ms", _CODEL)
+    elif base in _OTHER_AQMS:
+        s = _fat_tree(8, "50ms", _OTHER_AQMS[base])
+        if base == "D-vdq_csaqm":  # its packet values come from a marker at each source
+            s["flows"][0].update(cc="prague", marker={})
     else:  # D-1024
         s = _fat_tree(16, "20ms")
     if name != base:
@@ -232,7 +271,8 @@ def describe(name: str) -> str:
         parts = [f"fat tree k={k} ({k**3 // 4} hosts, {5 * k * k // 4} switches), {q['rate']} links, "
                  f"{_time_text(q['delay'])} per hop"]  # fmt: skip
         for f in s["flows"]:
-            parts.append(f"{f['cc'].upper()} {f['pattern']} (every host sends to one other)")
+            marked = ", packet values marked at each source" if "marker" in f else ""
+            parts.append(f"{f['cc'].upper()} {f['pattern']} (every host sends to one other{marked})")
         for w in s.get("workloads", []):
             parts.append(f"{w['kind']} of {w['senders']} x {w['size']['mean']} ({w['cc'].upper()}) every "
                          f"{_time_text(w['every'])}")  # fmt: skip
@@ -391,6 +431,7 @@ def bench(names: list[str] | None = None, repeat: int = 1, duration: str | None 
             "repeat": len(rs),
             "metrics": metrics,
             "build": _engine.BUILD,
+            "source_digest": getattr(_engine, "SOURCE_DIGEST", None),
         })  # fmt: skip
     return results
 
@@ -461,15 +502,17 @@ def cli_bench(args: argparse.Namespace) -> int:
 
     out_c, err_c = _consoles()
     if args.list:
-        width = max(len(n) for n in SCENARIOS)
-        for n in SCENARIOS:
+        width = max(len(n) for n in ALL_SCENARIOS)
+        for n in ALL_SCENARIOS:
             why = requirement(n)
-            print(f"{n:<{width}}  {describe(n)}{'' if why is None else f'  (skipped: {why})'}")
+            when = "  (on request: --only)" if n in ON_REQUEST else ""
+            print(f"{n:<{width}}  {describe(n)}{when}{'' if why is None else f'  (skipped: {why})'}")
         return 0
     names = list(dict.fromkeys(args.only or SCENARIOS))  # --only A-10 --only A-10 runs A-10 once
     for n in names:
-        if n not in SCENARIOS:
-            raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(SCENARIOS)}; --list describes them)")
+        if n not in ALL_SCENARIOS:
+            raise ScenarioError(f"--only: unknown benchmark '{n}' (allowed: {', '.join(ALL_SCENARIOS)}; "
+                                "--list describes them)")  # fmt: skip
     try:
         repeat = _repeat(str(args.repeat))
         check_options([n for n in names if requirement(n) is None], args.duration, args.rate)
@@ -480,6 +523,11 @@ def cli_bench(args: argparse.Namespace) -> int:
         if not getattr(args, "quiet", False):
             err_c.print(msg, markup=False)
 
+    from aqmlab._provenance import engine_mismatch
+
+    stale = engine_mismatch()
+    if stale:  # the figures would be another engine's: say so, even under -q
+        sys.stderr.write(f"aqmlab: warning: {stale}\n")
     results = bench(names, repeat, args.duration, log, args.metrics, args.rate)
     for r in results:
         # Rates of 0 are true but tell nothing: say why, even under -q.

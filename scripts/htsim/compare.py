@@ -125,6 +125,28 @@ def _check_ready(bin_dir: Path, groups: tuple[str, ...]) -> None:
         raise CompareError(f"aqmlab is not importable by {sys.executable} (pip install aqmlab, or set PYTHONPATH)")
 
 
+#: Run by the interpreter the benchmarks run under: the engine they will load.
+_ENGINE_INFO = ("import json, aqmlab._engine as e, aqmlab._provenance as p; print(json.dumps({'version': e.__version__, "
+                "'build': e.BUILD, 'source_digest': getattr(e, 'SOURCE_DIGEST', None), 'mismatch': p.engine_mismatch()}))")  # fmt: skip
+
+
+def _aqmlab_engine() -> dict[str, Any]:
+    """The engine the rounds' ``aqmlab bench`` runs load: its version, build
+    and the digest of the sources it was built from, for meta.json. Refused
+    when it was built from other sources than the checkout it is imported
+    from (a stale editable install), whose figures would be credited to the
+    wrong engine."""
+    p = subprocess.run([sys.executable, "-c", _ENGINE_INFO], capture_output=True, text=True)
+    if p.returncode != 0:
+        lines = p.stderr.strip().splitlines()
+        raise CompareError(f"aqmlab's engine cannot be loaded by {sys.executable}: {lines[-1] if lines else 'no message'}")
+    info = json.loads(p.stdout)
+    mismatch = info.pop("mismatch")
+    if mismatch:
+        raise CompareError(mismatch)
+    return info
+
+
 def _run_one(cmd: list[str], out: Path, run: S.Run, r: int, log) -> float:
     """Run one command with its stdout and stderr in files; fail on a
     non-zero exit with the last line of its stderr."""
@@ -149,6 +171,7 @@ def _run_one(cmd: list[str], out: Path, run: S.Run, r: int, log) -> float:
 def run_rounds(args: argparse.Namespace, out: Path, groups: tuple[str, ...]) -> dict[str, Any]:
     bin_dir = Path(args.htsim_bin).expanduser().resolve()
     _check_ready(bin_dir, groups)
+    engine = _aqmlab_engine()
     if out.exists() and any(out.iterdir()):
         raise CompareError(f"--out: {out} exists and is not empty (give a new directory, or --summarize it)")
     out.mkdir(parents=True, exist_ok=True)
@@ -157,7 +180,7 @@ def run_rounds(args: argparse.Namespace, out: Path, groups: tuple[str, ...]) -> 
     build_info = bin_dir.parent / "build-info.json"
     meta = {"started_utc": _utc(), "rounds": args.rounds, "groups": list(groups), "pinning": pinned,
             "niceness": os.nice(0), "load_at_start": _load(), "host": platform.node(), "machine": platform.machine(), "cpu": _cpu_model(),
-            "python": sys.executable,
+            "python": sys.executable, "aqmlab_engine": engine,
             "htsim_build": json.loads(build_info.read_text()) if build_info.is_file() else None}  # fmt: skip
     runs = [run for run in S.RUNS if run.group in groups]
     with (out / "log.txt").open("a") as log:

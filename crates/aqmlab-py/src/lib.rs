@@ -182,6 +182,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Whether this build was optimised with the recorded profile (pgo/rustc-wrapper
     // passes the cfg with it); speed figures depend on it, results never do.
     m.add("BUILD", if cfg!(aqmlab_pgo) { "pgo" } else { "plain" })?;
+    // The sources it was built from (build.rs; python/aqmlab/_provenance.py).
+    m.add("SOURCE_DIGEST", env!("AQMLAB_SOURCE_DIGEST"))?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
