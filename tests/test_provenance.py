@@ -1,8 +1,8 @@
 """Which sources the installed engine was built from (python/aqmlab/_provenance.py,
 crates/aqmlab-py/build.rs): the extension's record and the checkout's digest
-agree, any change to the engine's sources is told in one line, and the
-benchmark and the comparison with htsim say or refuse what a stale engine
-would measure."""
+agree, any change to the engine's sources is told in one line, every
+command warns and the comparison with htsim refuses before a stale engine
+runs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from aqmlab import _engine
 from aqmlab._provenance import SOURCES, engine_mismatch, source_digest
 from aqmlab.cli import main
-from conftest import ROOT, load_script
+from conftest import EXAMPLES, ROOT, load_script
 
 
 def _copy_sources(to: Path) -> None:
@@ -55,15 +55,21 @@ def test_an_installed_wheel_without_the_sources_is_not_judged(tmp_path: Path) ->
     assert engine_mismatch(tmp_path) is None
 
 
-def test_bench_warns_when_the_engine_is_not_the_checkouts(monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_every_command_warns_when_the_engine_is_not_the_checkouts(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     import aqmlab._provenance
 
-    monkeypatch.setattr(aqmlab._provenance, "engine_mismatch", lambda: "the installed engine (x) was built from other sources")
+    warning = "aqmlab: warning: the installed engine (x) was built from other sources"
+    assert main(["validate", str(EXAMPLES / "dumbbell.toml")]) == 0
+    said = capsys.readouterr().err
+    assert "warning" not in said  # this checkout's engine: nothing more said
+    monkeypatch.setattr(aqmlab._provenance, "engine_mismatch", lambda: warning.removeprefix("aqmlab: warning: "))
+    assert main(["validate", str(EXAMPLES / "dumbbell.toml")]) == 0
+    assert capsys.readouterr().err == f"{warning}\n{said}"  # one line first, then the command as before
     assert main(["bench", "--only", "A-10", "--duration", "1ms", "--json", "-q"]) == 0
     captured = capsys.readouterr()
-    assert "aqmlab: warning: the installed engine (x) was built from other sources" in captured.err
-    (r,) = json.loads(captured.out)
+    assert captured.err.splitlines() == [warning]
+    (r,) = json.loads(captured.out)  # and the figures name the engine that made them
     assert r["source_digest"] == _engine.SOURCE_DIGEST
 
 

@@ -9,6 +9,8 @@ from typing import Any
 __version__: str
 BUILD: str
 """'pgo' if built with the recorded profile (pgo/rustc-wrapper), else 'plain'."""
+SOURCE_DIGEST: str
+"""SHA-256 of the engine sources this extension was built from (aqmlab._provenance)."""
 
 class ScenarioError(ValueError):
     """The scenario is invalid; the message is one line naming the field."""

@@ -523,11 +523,6 @@ def cli_bench(args: argparse.Namespace) -> int:
         if not getattr(args, "quiet", False):
             err_c.print(msg, markup=False)
 
-    from aqmlab._provenance import engine_mismatch
-
-    stale = engine_mismatch()
-    if stale:  # the figures would be another engine's: say so, even under -q
-        sys.stderr.write(f"aqmlab: warning: {stale}\n")
     results = bench(names, repeat, args.duration, log, args.metrics, args.rate)
     for r in results:
         # Rates of 0 are true but tell nothing: say why, even under -q.

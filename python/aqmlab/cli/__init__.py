@@ -223,6 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     args = build_parser().parse_args(_dash_values(list(sys.argv[1:] if argv is None else argv)))
     debug = bool(os.environ.get("AQMLAB_DEBUG"))
+    # An editable install is not rebuilt when the Rust changes: say so before
+    # a command runs an engine older than the checkout (aqmlab._provenance).
+    from aqmlab._provenance import engine_mismatch
+
+    stale = engine_mismatch()
+    if stale:
+        sys.stderr.write(f"aqmlab: warning: {stale}\n")
     try:
         return int(args.func(args))
     except ScenarioError as e:  # includes SweepError and unavailable experiments
