@@ -46,9 +46,9 @@ def engine_mismatch(root: Path = CHECKOUT) -> str | None:
         return None
     from aqmlab import _engine
 
-    built = getattr(_engine, "SOURCE_DIGEST", None)
-    if built == source_digest(root):
+    built, here = getattr(_engine, "SOURCE_DIGEST", None), source_digest(root)
+    if built == here:
         return None
     return (f"the installed engine ({Path(_engine.__file__).name}, sources {str(built)[:12]}) was built from other "
-            f"sources than the checkout at {root} (sources {source_digest(root)[:12]}): rebuild it with "
+            f"sources than the checkout at {root} (sources {here[:12]}): rebuild it with "
             "`pip install -e .` (or `maturin develop --release`)")  # fmt: skip
