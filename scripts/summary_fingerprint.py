@@ -7,7 +7,8 @@ refactoring of the engine leaves results bit-identical.
     python scripts/summary_fingerprint.py > after.txt && diff before.txt after.txt
 
 Each scenario (examples/*.toml, every point of examples/sweep.toml's grid and
-seeds, and the benchmark scenarios of ``aqmlab bench`` at a shortened length)
+seeds, and every benchmark scenario of ``aqmlab bench``, those on request
+included, at a shortened length)
 is written as JSON and run by the engine's ``results_digest`` example
 (release build), which writes the summary without its wall-clock fields and
 every table; the script prints one line per scenario: the SHA-256 of the
@@ -40,6 +41,10 @@ BENCH_DURATION = {
     "A-10": "2s", "A-100": "1s", "A-10-ack1": "2s", "A-100-ack1": "1s", "B": "5s",
     "C-10": "2s", "C-1000": "200ms", "C-10000": "50ms",
     "D": "12ms", "D-ack1": "12ms", "D-1024": "2ms", "D-1024-ack1": "2ms", "D-codel": "12ms",
+    # The trees with another discipline on every port (on request in `aqmlab
+    # bench`): D-codel's length, so that each discipline's path is checked.
+    "D-pie": "12ms", "D-pi2": "12ms", "D-red": "12ms", "D-dualpi2": "12ms", "D-curvy_red": "12ms",
+    "D-vdq_csaqm": "12ms",
 }
 
 
@@ -95,11 +100,11 @@ def scenarios() -> dict[str, dict[str, Any]]:
         else:
             out[p.stem] = tree
     bench = bench_module()
-    missing = sorted(set(bench.SCENARIOS) - set(BENCH_DURATION))
+    missing = sorted(set(bench.ALL_SCENARIOS) - set(BENCH_DURATION))
     if missing:
         # A benchmark left out would go unchecked without anyone noticing.
         raise SystemExit(f"summary_fingerprint.py: no shortened length for bench scenario(s) {', '.join(missing)}; add them to BENCH_DURATION")
-    for name in bench.SCENARIOS:
+    for name in bench.ALL_SCENARIOS:
         for metrics in ("default", "samples"):
             out[f"bench-{name}-{metrics}"] = bench.scenario(name, BENCH_DURATION[name], metrics)
     return out

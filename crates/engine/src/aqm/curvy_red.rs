@@ -142,7 +142,7 @@ impl CurvyRed {
         (self.vars.q_c * self.scale_l).min(1.0).powi(self.cfg.curviness as i32)
     }
 
-    fn classic(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn classic(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         let sojourn_s = ctx.now_ns.saturating_sub(pkt.enq_ns) as f64 * 1e-9;
         // RFC 9332 B.1: Classic queue-delay EWMA, updated per Classic dequeue.
         self.vars.q_c += (sojourn_s - self.vars.q_c) * self.gain;
@@ -150,24 +150,24 @@ impl CurvyRed {
         // RFC 9332 B.1: drop (Not-ECT) or mark when x > max of 2U uniforms.
         if exceeds_max_of(ctx, x, 2 * self.cfg.curviness) {
             if !pkt.ecn.is_ect() {
-                ctx.drop(pkt, DropReason::Aqm);
-                return None;
+                ctx.drop(*pkt, DropReason::Aqm);
+                return false;
             }
-            ctx.mark(&mut pkt, MarkReason::Aqm);
+            ctx.mark(pkt, MarkReason::Aqm);
         }
-        Some(pkt)
+        true
     }
 
-    fn l4s(&mut self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn l4s(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         // RFC 9332 B.1: native step OR coupled (Q_C/2^S_L > max of U uniforms).
         if ctx.now_ns.saturating_sub(pkt.enq_ns) > self.cfg.l4s_step_ns {
-            return ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm);
         }
         let x = (self.vars.q_c * self.scale_l).min(1.0);
         if exceeds_max_of(ctx, x, self.cfg.curviness) {
-            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
-        Some(pkt)
+        true
     }
 }
 
@@ -176,7 +176,7 @@ impl DualQueueAqm for CurvyRed {
         &mut self.dq
     }
     #[inline]
-    fn judge(&mut self, pkt: Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn judge(&mut self, pkt: &mut Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> bool {
         if pkt.subq == L {
             self.l4s(pkt, ctx)
         } else {

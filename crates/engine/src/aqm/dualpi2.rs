@@ -243,26 +243,26 @@ impl DualPi2 {
         self.dq.bytes() < 2 * self.dq.mtu
     }
 
-    fn classic(&mut self, mut pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn classic(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         let pp = self.vars.p_prime;
         // RFC 9332 §2.1 "think twice": two independent rolls give p_C = p'^2.
         if self.pi_guarded() || !(dualpi2_roll(ctx, pp) && dualpi2_roll(ctx, pp)) {
-            return Some(pkt);
+            return true;
         }
         if !pkt.ecn.is_ect() {
-            ctx.drop(pkt, DropReason::Aqm);
-            None
+            ctx.drop(*pkt, DropReason::Aqm);
+            false
         } else if self.params.k * pp > 1.0 {
             // Linux dualpi2_classic_marking: under overload, ECT is dropped too.
-            ctx.drop(pkt, DropReason::Overload);
-            None
+            ctx.drop(*pkt, DropReason::Overload);
+            false
         } else {
-            ctx.mark(&mut pkt, MarkReason::Aqm);
-            Some(pkt)
+            ctx.mark(pkt, MarkReason::Aqm);
+            true
         }
     }
 
-    fn l4s(&mut self, pkt: Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn l4s(&mut self, pkt: &mut Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> bool {
         let native = self.native_prob(ctx.now_ns.saturating_sub(pkt.enq_ns), l_len_before);
         let guarded = self.pi_guarded();
         let pp = self.vars.p_prime;
@@ -270,28 +270,28 @@ impl DualPi2 {
             // RFC 9332 §4.2.3 / Linux drop_on_overload: saturated coupling;
             // drop with the Classic probability, mark all survivors.
             if self.params.drop_on_overload && dualpi2_roll(ctx, pp) && dualpi2_roll(ctx, pp) {
-                ctx.drop(pkt, DropReason::Overload);
-                return None;
+                ctx.drop(*pkt, DropReason::Overload);
+                return false;
             }
-            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
         let p_cl = if guarded { 0.0 } else { self.p_cl() };
         if self.params.l4s_recur_max {
             // RFC 9332 A.1: p_L = max(p'_L, p_CL), marked by `recur`.
             let reason = if native >= p_cl { MarkReason::Step } else { MarkReason::Coupled };
             if recur(&mut self.vars.l_recur, native.max(p_cl)) {
-                return ctx.mark_or_drop(pkt, reason, DropReason::Aqm);
+                return ctx.mark_or_drop_in_place(pkt, reason, DropReason::Aqm);
             }
-            return Some(pkt);
+            return true;
         }
         // Linux: coupled roll (must_drop), then the step on what survives unmarked.
         if dualpi2_roll(ctx, p_cl) {
-            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
         if dualpi2_roll(ctx, native) {
-            return ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm);
         }
-        Some(pkt)
+        true
     }
 
     /// RFC 9332 A.1 `dualpi2_update`, every tupdate.
@@ -319,7 +319,7 @@ impl DualQueueAqm for DualPi2 {
     /// behind it, so the 2-MTU guard holds back the PI signal) is never
     /// signalled.
     #[inline]
-    fn judge(&mut self, pkt: Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn judge(&mut self, pkt: &mut Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> bool {
         if pkt.subq == L {
             self.l4s(pkt, l_len_before, ctx)
         } else {

@@ -58,9 +58,10 @@ pub(crate) use delegate_to_dual_queue;
 pub trait DualQueueAqm {
     fn dual_queue(&mut self) -> &mut DualQueue;
     /// The verdict on `pkt`, just taken from its queue, which held
-    /// `l_len_before` L packets before: the packet to send, or None if the
-    /// AQM dropped it (through `ctx`).
-    fn judge(&mut self, pkt: Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet>;
+    /// `l_len_before` L packets before: true to send it (marked in place if
+    /// the AQM marks it), false if the AQM dropped it (through `ctx`). In
+    /// place, so that the packet is not moved through every verdict.
+    fn judge(&mut self, pkt: &mut Packet, l_len_before: usize, ctx: &mut QdiscCtx) -> bool;
 }
 
 /// `dequeue` of a dual-queue AQM: take packets until the AQM lets one go,
@@ -68,8 +69,8 @@ pub trait DualQueueAqm {
 #[inline]
 pub fn dequeue<A: DualQueueAqm>(aqm: &mut A, ctx: &mut QdiscCtx) -> Option<Packet> {
     loop {
-        let (pkt, l_len_before, credit) = aqm.dual_queue().pop(ctx.now_ns)?.into_parts();
-        if let Some(pkt) = aqm.judge(pkt, l_len_before, ctx) {
+        let (mut pkt, l_len_before, credit) = aqm.dual_queue().pop(ctx.now_ns)?.into_parts();
+        if aqm.judge(&mut pkt, l_len_before, ctx) {
             aqm.dual_queue().commit(credit);
             return Some(pkt);
         }
@@ -83,12 +84,12 @@ pub fn dequeue<A: DualQueueAqm>(aqm: &mut A, ctx: &mut QdiscCtx) -> Option<Packe
 /// find both queues empty and restart the WRR credit; so does this.
 #[inline]
 pub fn pass_through<A: DualQueueAqm>(aqm: &mut A, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
-    let (pkt, l_len_before) = aqm.dual_queue().pass_through(pkt, ctx)?;
-    let out = aqm.judge(pkt, l_len_before, ctx);
-    if out.is_none() {
-        aqm.dual_queue().restart_credit();
+    let (mut pkt, l_len_before) = aqm.dual_queue().pass_through(pkt, ctx)?;
+    if aqm.judge(&mut pkt, l_len_before, ctx) {
+        return Some(pkt);
     }
-    out
+    aqm.dual_queue().restart_credit();
+    None
 }
 
 /// Sub-queue indices (order of [`SUBQUEUE_NAMES`]).

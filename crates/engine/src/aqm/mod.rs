@@ -202,7 +202,8 @@ impl<'a> QdiscCtx<'a> {
     }
 
     /// [`mark_or_drop`](QdiscCtx::mark_or_drop) for a packet the caller
-    /// keeps (an arrival decision): true if it survives.
+    /// keeps (an arrival decision, a dual-queue AQM's verdict): true if it
+    /// survives.
     #[inline]
     pub fn mark_or_drop_in_place(&mut self, pkt: &mut Packet, mark: MarkReason, drop: DropReason) -> bool {
         if self.mark(pkt, mark) {

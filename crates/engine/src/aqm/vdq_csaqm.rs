@@ -41,9 +41,9 @@ use super::dualq::{delegate_to_dual_queue, DualQueue, DualQueueAqm, L4sEct, Sche
 use super::{DropReason, MarkReason, Qdisc, QdiscCtx, QdiscEnv};
 use crate::packet::Packet;
 use crate::ppv::PV_MAX;
+use crate::sim::ring::Ring;
 use crate::sim::units::serde_duration;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// How a virtual queue holds and serves its records (aqmlab's choice; the
 /// slides say only that a VQ stores PV and size and has a maximum size).
@@ -137,6 +137,9 @@ impl Default for VdqCsaqmConfig {
     }
 }
 
+/// Bits per byte times nanoseconds per second: `rate_bps · ns / this` is bytes.
+const BIT_NS_PER_BYTE: u64 = 8_000_000_000;
+
 /// One record of a virtual queue: a packet's value and size.
 #[derive(Debug, Clone, Copy)]
 struct VqRecord {
@@ -146,6 +149,13 @@ struct VqRecord {
 
 /// A virtual queue: `(PV, size)` records served at `rate_bps`, with a PV
 /// histogram of the bytes it holds.
+///
+/// The FIFO model keeps the records and builds the histogram from them only
+/// when a CTV is computed (every update period, and only above the target).
+/// Kept per record, the histogram cost two scattered bins per packet (one
+/// when its record entered, one when it left), on every packet of every
+/// port; the CTV is the same, as the bins hold the same sums
+/// (docs/performance.md, "VDQ-CSAQM's virtual queues").
 #[derive(Debug, Clone)]
 pub struct VirtualQueue {
     rate_bps: u64,
@@ -153,16 +163,20 @@ pub struct VirtualQueue {
     target_bytes: u64,
     /// Maximum size in bytes.
     limit_bytes: u64,
-    records: VecDeque<VqRecord>,
+    /// FIFO model: the records, oldest first (empty in the ideal model).
+    records: Ring<VqRecord>,
     /// Bytes of the head record already served.
     head_served: u64,
     /// Bytes of all records (whole records; the histogram's total).
     bytes: u64,
-    /// Bytes per packet value, `PV_MAX + 1` bins.
+    /// Bytes per packet value, `PV_MAX + 1` bins. The ideal model's state;
+    /// in the FIFO model all zero between CTV computations, which fill it
+    /// from the records and clear it again (allocated at the first).
     hist: Vec<u64>,
     last_ns: u64,
-    /// Service not yet worth a byte, in bit·ns/1e9 units (exact integer drain).
-    carry: u128,
+    /// Service not yet worth a byte, in bit·ns/1e9 units (exact integer
+    /// drain): a remainder of `BIT_NS_PER_BYTE`, so below it.
+    carry: u64,
     model: VqModel,
     rule: CtvRule,
     /// Lowest and highest bins that may hold bytes (the ideal model's scans).
@@ -176,15 +190,18 @@ impl VirtualQueue {
     }
 
     pub fn with_model(rate_bps: u64, target_ns: u64, limit_ns: u64, model: VqModel, rule: CtvRule) -> Self {
-        let bytes_at = |ns: u64| (rate_bps as u128 * ns as u128 / 8_000_000_000) as u64;
+        let bytes_at = |ns: u64| (rate_bps as u128 * ns as u128 / u128::from(BIT_NS_PER_BYTE)) as u64;
         VirtualQueue {
             rate_bps,
             target_bytes: bytes_at(target_ns),
             limit_bytes: bytes_at(limit_ns),
-            records: VecDeque::with_capacity(1024),
+            records: Ring::new(),
             head_served: 0,
             bytes: 0,
-            hist: vec![0; PV_MAX as usize + 1],
+            hist: match model {
+                VqModel::Ideal => vec![0; PV_MAX as usize + 1],
+                VqModel::Fifo => Vec::new(),
+            },
             last_ns: 0,
             carry: 0,
             model,
@@ -199,11 +216,23 @@ impl VirtualQueue {
         self.bytes
     }
 
+    /// Bytes held of value `pv` (whole records).
+    pub fn bytes_of_value(&self, pv: u32) -> u64 {
+        match self.model {
+            VqModel::Ideal => self.hist[pv as usize],
+            VqModel::Fifo => self.records.iter().filter(|r| u32::from(r.pv) == pv).map(|r| u64::from(r.size)).sum(),
+        }
+    }
+
+    /// FIFO model: discard the oldest record.
     fn pop_head(&mut self) {
         let r = self.records.pop_front().expect("non-empty");
-        self.hist[r.pv as usize] -= r.size as u64;
         self.bytes -= r.size as u64;
         self.head_served = 0;
+        if self.records.is_empty() {
+            // A fat tree's VQs empty often: refill the same first slots.
+            self.records.rewind();
+        }
     }
 
     /// Serve records at `rate_bps` from the last update to `now_ns`.
@@ -214,9 +243,7 @@ impl VirtualQueue {
             self.carry = 0;
             return;
         }
-        let total = self.rate_bps as u128 * dt as u128 + self.carry;
-        let mut serve = (total / 8_000_000_000) as u64;
-        self.carry = total % 8_000_000_000;
+        let mut serve = self.serve_bytes(dt);
         if self.model == VqModel::Ideal {
             self.take_bytes(serve, true);
             return;
@@ -231,6 +258,22 @@ impl VirtualQueue {
             self.pop_head();
         }
         self.carry = 0; // emptied: no service credit while idle
+    }
+
+    /// Whole bytes the virtual server sends in `dt_ns` with the carry of
+    /// earlier service; keeps the remainder as the new carry. Exact: the
+    /// same quotient and remainder in 64 bits when the product fits (gaps
+    /// under about 1.8 s at 10 Gbit/s, every gap between packets of a busy
+    /// queue), where a 128-bit division by a constant is a library call.
+    #[inline]
+    fn serve_bytes(&mut self, dt_ns: u64) -> u64 {
+        if let Some(total) = self.rate_bps.checked_mul(dt_ns).and_then(|t| t.checked_add(self.carry)) {
+            self.carry = total % BIT_NS_PER_BYTE;
+            return total / BIT_NS_PER_BYTE;
+        }
+        let total = u128::from(self.rate_bps) * u128::from(dt_ns) + u128::from(self.carry);
+        self.carry = (total % u128::from(BIT_NS_PER_BYTE)) as u64;
+        (total / u128::from(BIT_NS_PER_BYTE)) as u64
     }
 
     /// Ideal model: remove `n` bytes from the highest bins (`from_top`,
@@ -260,13 +303,13 @@ impl VirtualQueue {
             let over = (self.bytes + size as u64).saturating_sub(self.limit_bytes);
             self.take_bytes(over, false);
             (self.lo, self.hi) = (self.lo.min(pv as usize), self.hi.max(pv as usize));
+            self.hist[pv as usize] += size as u64;
         } else {
             while !self.records.is_empty() && self.bytes + size as u64 > self.limit_bytes {
                 self.pop_head();
             }
             self.records.push_back(VqRecord { pv, size });
         }
-        self.hist[pv as usize] += size as u64;
         self.bytes += size as u64;
     }
 
@@ -279,7 +322,7 @@ impl VirtualQueue {
     /// target relative to what the VQ serves in one period. So the
     /// lowest-valued traffic amounting to the excess is signalled in the next
     /// period, assuming that period's values are distributed like the VQ's.
-    pub fn ctv(&self, period_ns: u64, waiting: u64) -> Option<u32> {
+    pub fn ctv(&mut self, period_ns: u64, waiting: u64) -> Option<u32> {
         let held = self.bytes + waiting;
         if held <= self.target_bytes || self.bytes == 0 {
             return None;
@@ -287,21 +330,40 @@ impl VirtualQueue {
         let excess = (held - self.target_bytes) as f64;
         let f = match self.rule {
             CtvRule::ExcessShare => {
-                let per_period = (self.rate_bps as u128 * period_ns as u128 / 8_000_000_000).max(1) as f64;
+                let per_period = (self.rate_bps as u128 * period_ns as u128 / u128::from(BIT_NS_PER_BYTE)).max(1) as f64;
                 (excess / per_period).min(1.0)
             }
             CtvRule::Budget => excess / held as f64,
         };
         let share = f * self.bytes as f64;
-        let mut below = 0u64;
-        for v in 0..=PV_MAX {
-            below += self.hist[v as usize];
-            if below as f64 >= share {
-                return Some(v);
-            }
+        if self.model == VqModel::Ideal {
+            return Some(lowest_share_value(&self.hist, share));
         }
-        Some(PV_MAX)
+        if self.hist.is_empty() {
+            self.hist = vec![0; PV_MAX as usize + 1];
+        }
+        for r in &self.records {
+            self.hist[r.pv as usize] += u64::from(r.size);
+        }
+        let v = lowest_share_value(&self.hist, share);
+        for r in &self.records {
+            self.hist[r.pv as usize] = 0;
+        }
+        Some(v)
     }
+}
+
+/// The smallest value `v` whose bins `0..=v` of `hist` hold at least `share`
+/// bytes (`PV_MAX` if none).
+fn lowest_share_value(hist: &[u64], share: f64) -> u32 {
+    let mut below = 0u64;
+    for v in 0..=PV_MAX {
+        below += hist[v as usize];
+        if below as f64 >= share {
+            return v;
+        }
+    }
+    PV_MAX
 }
 
 /// Is a packet of value `pv` below the threshold `ctv` (signal it)?
@@ -365,28 +427,28 @@ impl VdqCsaqm {
     }
 
     /// Slides p. 14: L4S: forward if PV > max(CTV0, CTV1), else CE-mark.
-    fn l4s(&self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn l4s(&self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         let pv = pkt.value();
         if below(pv, self.ctv1) {
             // VQ1's threshold: the coupling between the classes.
-            ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm)
+            ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm)
         } else if below(pv, self.ctv0) {
-            ctx.mark_or_drop(pkt, MarkReason::Aqm, DropReason::Aqm)
+            ctx.mark_or_drop_in_place(pkt, MarkReason::Aqm, DropReason::Aqm)
         } else {
-            Some(pkt)
+            true
         }
     }
 
     /// Slides p. 14: Classic: forward if PV > CTV1, else drop (or ECN-mark).
-    fn classic(&self, pkt: Packet, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn classic(&self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         if !below(pkt.value(), self.ctv1) {
-            return Some(pkt);
+            return true;
         }
         if self.classic_ecn {
-            return ctx.mark_or_drop(pkt, MarkReason::Aqm, DropReason::Aqm);
+            return ctx.mark_or_drop_in_place(pkt, MarkReason::Aqm, DropReason::Aqm);
         }
-        ctx.drop(pkt, DropReason::Aqm);
-        None
+        ctx.drop(*pkt, DropReason::Aqm);
+        false
     }
 }
 
@@ -394,16 +456,19 @@ impl DualQueueAqm for VdqCsaqm {
     fn dual_queue(&mut self) -> &mut DualQueue {
         &mut self.dq
     }
-    fn judge(&mut self, pkt: Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> Option<Packet> {
+    fn judge(&mut self, pkt: &mut Packet, _l_len_before: usize, ctx: &mut QdiscCtx) -> bool {
         let is_l4s = pkt.subq == L;
-        let pkt = if is_l4s { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) }?;
+        let sent = if is_l4s { self.l4s(pkt, ctx) } else { self.classic(pkt, ctx) };
+        if !sent {
+            return false;
+        }
         // Slides p. 14: a packet sent from L4S updates both VQs, one from
         // Classic only VQ1.
         if is_l4s {
             self.vq0.push(ctx.now_ns, pkt.value(), pkt.size_bytes);
         }
         self.vq1.push(ctx.now_ns, pkt.value(), pkt.size_bytes);
-        Some(pkt)
+        true
     }
 }
 

@@ -56,8 +56,8 @@ fn vq_serves_records_at_its_rate_and_forgets_their_values() {
     }
     vq.drain(4_000_000); // 4 ms = 6000 B = the four oldest records
     assert_eq!(vq.bytes(), 6 * 1500);
-    assert_eq!(vq.hist[100..104].iter().sum::<u64>(), 0);
-    assert_eq!(vq.hist[104], 1500);
+    assert_eq!((100..104).map(|v| vq.bytes_of_value(v)).sum::<u64>(), 0);
+    assert_eq!(vq.bytes_of_value(104), 1500);
     // Half a record of service is remembered, not lost to rounding.
     vq.drain(4_500_000);
     vq.drain(5_000_000);
@@ -67,6 +67,129 @@ fn vq_serves_records_at_its_rate_and_forgets_their_values() {
     vq.push(1_000_000_000, 9, 1500);
     vq.drain(1_000_000_500);
     assert_eq!(vq.bytes(), 1500);
+}
+
+/// The FIFO model builds its histogram from the records only when a CTV is
+/// computed. Against a reference that keeps one bin per value up to date at
+/// every record's entry and exit (and serves with 128-bit arithmetic), over
+/// a random trace of pushes and drains that fills the VQ past its limit and
+/// lets it run empty: the same bytes, the same per-value bytes and the same
+/// CTV for every rule and several periods, twice in a row.
+#[test]
+fn fifo_ctv_equals_a_histogram_kept_per_record() {
+    struct Reference {
+        rate_bps: u64,
+        limit_bytes: u64,
+        records: std::collections::VecDeque<(u32, u64)>,
+        head_served: u64,
+        bins: Vec<u64>,
+        bytes: u64,
+        last_ns: u64,
+        carry: u128,
+    }
+    impl Reference {
+        fn pop(&mut self) {
+            let (pv, size) = self.records.pop_front().unwrap();
+            self.bins[pv as usize] -= size;
+            self.bytes -= size;
+            self.head_served = 0;
+        }
+        fn drain(&mut self, now_ns: u64) {
+            let dt = now_ns.saturating_sub(self.last_ns);
+            self.last_ns = self.last_ns.max(now_ns);
+            if self.bytes == 0 {
+                self.carry = 0;
+                return;
+            }
+            let total = u128::from(self.rate_bps) * u128::from(dt) + self.carry;
+            let mut serve = (total / 8_000_000_000) as u64;
+            self.carry = total % 8_000_000_000;
+            while let Some(&(_, size)) = self.records.front() {
+                if serve < size - self.head_served {
+                    self.head_served += serve;
+                    return;
+                }
+                serve -= size - self.head_served;
+                self.pop();
+            }
+            self.carry = 0;
+        }
+        fn push(&mut self, now_ns: u64, pv: u32, size: u64) {
+            self.drain(now_ns);
+            while !self.records.is_empty() && self.bytes + size > self.limit_bytes {
+                self.pop();
+            }
+            self.records.push_back((pv, size));
+            self.bins[pv as usize] += size;
+            self.bytes += size;
+        }
+        fn lowest_share_value(&self, share: f64) -> u32 {
+            let mut below = 0;
+            (0..=PV_MAX).find(|&v| {
+                below += self.bins[v as usize];
+                below as f64 >= share
+            })
+            .unwrap_or(PV_MAX)
+        }
+    }
+    // 12 Mbit/s = 1500 B/ms; target 3 ms, limit 20 ms = 30000 B.
+    let (rate_bps, target_ns, limit_ns) = (12_000_000, 3_000_000, 20_000_000);
+    let mut rule_vqs = [CtvRule::ExcessShare, CtvRule::Budget].map(|r| VirtualQueue::with_model(rate_bps, target_ns, limit_ns, VqModel::Fifo, r));
+    let mut reference = Reference {
+        rate_bps,
+        limit_bytes: 30_000,
+        records: Default::default(),
+        head_served: 0,
+        bins: vec![0; PV_MAX as usize + 1],
+        bytes: 0,
+        last_ns: 0,
+        carry: 0,
+    };
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    let (mut now, mut signalled, mut emptied) = (0u64, 0, 0);
+    for step in 0..20_000 {
+        // Bursts faster than the VQ's rate, then pauses that drain it.
+        now += if (step / 500) % 2 == 0 { next(800_000) } else { next(3_000_000) };
+        let (pv, size) = (next(u64::from(PV_MAX) + 1) as u32, 64 + next(1437));
+        reference.push(now, pv, size);
+        for vq in &mut rule_vqs {
+            vq.push(now, pv, size as u32);
+        }
+        // The record just pushed is the only one: the VQ had run empty.
+        emptied += usize::from(reference.records.len() == 1);
+        if step % 7 != 0 {
+            continue;
+        }
+        let waiting = next(20_000);
+        for (vq, rule) in rule_vqs.iter_mut().zip([CtvRule::ExcessShare, CtvRule::Budget]) {
+            assert_eq!(vq.bytes(), reference.bytes, "step {step}");
+            let probe = next(u64::from(PV_MAX) + 1) as u32;
+            assert_eq!(vq.bytes_of_value(probe), reference.bins[probe as usize], "step {step}");
+            for period_ns in [1_000_000, 10_000_000, 100_000_000] {
+                let held = reference.bytes + waiting;
+                let want = (held > 4_500 && reference.bytes > 0).then(|| {
+                    let excess = (held - 4_500) as f64;
+                    let f = match rule {
+                        CtvRule::ExcessShare => (excess / (rate_bps * period_ns / 8_000_000_000) as f64).min(1.0),
+                        CtvRule::Budget => excess / held as f64,
+                    };
+                    reference.lowest_share_value(f * reference.bytes as f64)
+                });
+                let got = vq.ctv(period_ns, waiting);
+                assert_eq!(got, want, "step {step}, {rule:?}, period {period_ns} ns");
+                assert_eq!(vq.ctv(period_ns, waiting), got, "a second computation, step {step}");
+                signalled += usize::from(got.is_some());
+            }
+        }
+    }
+    // The trace reached both regimes: CTVs set, and the VQ full and empty.
+    assert!(signalled > 1000 && emptied > 10, "{signalled} CTVs set, {emptied} times empty");
 }
 
 #[test]
@@ -129,7 +252,7 @@ fn full_vq_discards_its_oldest_records() {
         vq.push(0, pv, 1500);
     }
     assert_eq!(vq.bytes(), 3000);
-    assert_eq!((vq.hist[1], vq.hist[2], vq.hist[3]), (0, 1500, 1500));
+    assert_eq!((vq.bytes_of_value(1), vq.bytes_of_value(2), vq.bytes_of_value(3)), (0, 1500, 1500));
 }
 
 // ---------------------------------------------------------------------------

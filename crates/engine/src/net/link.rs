@@ -136,7 +136,7 @@ pub struct QueueSlot {
     /// The packet on the wire (queues without departure lookahead, unless
     /// handed on early): one line, right after the discipline, read and
     /// written on every packet there.
-    in_tx: Option<Packet>,
+    in_tx: OnWire,
     // --- rarely touched ---
     /// Histograms of the sub-queues after the first.
     hist_rest: [Histogram; MAX_SUBQUEUES - 1],
@@ -151,6 +151,12 @@ pub struct QueueSlot {
     pub(crate) feedback: Vec<Packet>,
     pub aqm_name: String,
 }
+
+/// The packet on the wire, on a cache line of its own whatever the size of
+/// the discipline before it (`QueueSlot::in_tx`).
+#[derive(Debug, Clone)]
+#[repr(C, align(64))]
+struct OnWire(Option<Packet>);
 
 /// A link: a pure delay, or a queue and its transmitter before the delay.
 ///
@@ -269,7 +275,7 @@ impl Link {
             rng,
             counters: Default::default(),
             counters_at_warmup: Default::default(),
-            in_tx: None,
+            in_tx: OnWire(None),
             tx_carry: 0,
             tx_cache: (0, 0, 0, 0),
             busy_ns: 0,
@@ -346,7 +352,7 @@ impl QueueSlot {
         }
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         qdisc.classify_and_enqueue(pkt, &mut ctx);
-        self.in_tx.is_none()
+        self.in_tx.0.is_none()
     }
 
     /// The discipline and what it may touch at `now_ns` (its random stream,
@@ -379,11 +385,11 @@ impl QueueSlot {
         overhead_ns: u64,
         flow_counters: &mut [FlowQueueCounters],
     ) -> Option<u64> {
-        debug_assert!(self.in_tx.is_none());
+        debug_assert!(self.in_tx.0.is_none());
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         let pkt = qdisc.dequeue(&mut ctx)?;
         let done = self.begin_tx(now_ns, &pkt, rate_bps, header_bytes, overhead_ns);
-        self.in_tx = Some(pkt);
+        self.in_tx.0 = Some(pkt);
         Some(done)
     }
 
@@ -526,13 +532,13 @@ impl QueueSlot {
     /// The packet whose transmission just ended.
     #[inline]
     pub fn finish_tx(&mut self) -> Packet {
-        self.in_tx.take().expect("a packet was in transmission")
+        self.in_tx.0.take().expect("a packet was in transmission")
     }
 
     /// A transmission has started whose end has not run yet (under early
     /// hand-off its packet may have left already).
     pub fn is_sending(&self) -> bool {
-        self.in_tx.is_some() || self.sending
+        self.in_tx.0.is_some() || self.sending
     }
 
     /// Early hand-off is on (see the module docs).
@@ -544,7 +550,7 @@ impl QueueSlot {
     /// The packet on the wire, if it has not been handed on.
     #[inline(always)]
     pub fn packet_on_wire(&self) -> Option<&Packet> {
-        self.in_tx.as_ref()
+        self.in_tx.0.as_ref()
     }
 
     /// The discipline has control packets for sources waiting to be routed.

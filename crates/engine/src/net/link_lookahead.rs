@@ -142,8 +142,8 @@ impl QueueSlot {
     /// caller schedules it at `free_at_ns`).
     #[inline]
     pub fn put_on_wire(&mut self, pkt: Packet) {
-        debug_assert!(self.sending && self.in_tx.is_none());
-        self.in_tx = Some(pkt);
+        debug_assert!(self.sending && self.in_tx.0.is_none());
+        self.in_tx.0 = Some(pkt);
         self.arm_tx_end();
     }
 
@@ -152,7 +152,7 @@ impl QueueSlot {
     #[inline]
     pub fn hand_on(&mut self) -> Packet {
         debug_assert!(self.hands_on_early);
-        self.in_tx.take().expect("a packet was in transmission")
+        self.in_tx.0.take().expect("a packet was in transmission")
     }
 
     /// Early hand-off: the end-of-transmission event runs; the packet on the
@@ -162,7 +162,7 @@ impl QueueSlot {
         debug_assert!(self.hands_on_early && self.sending && self.tx_done_armed);
         self.tx_done_armed = false;
         self.sending = false;
-        self.in_tx.take()
+        self.in_tx.0.take()
     }
 
     /// Early hand-off: the running transmission's end will run as an event
@@ -179,7 +179,7 @@ impl QueueSlot {
     #[inline]
     pub fn arm_if_waiting(&mut self) -> Option<u64> {
         let needed = self.sending && !self.tx_done_armed && self.qdisc.len_pkts() > 0;
-        debug_assert!(!self.sending || self.tx_done_armed || self.in_tx.is_none());
+        debug_assert!(!self.sending || self.tx_done_armed || self.in_tx.0.is_none());
         self.tx_done_armed |= needed;
         needed.then_some(self.free_at_ns)
     }
@@ -199,7 +199,7 @@ impl QueueSlot {
     /// would grow the code each hop runs.
     #[inline(never)]
     fn dequeue_emptied(&mut self, flow_counters: &mut [FlowQueueCounters]) {
-        debug_assert!(self.hands_on_early && self.in_tx.is_none());
+        debug_assert!(self.hands_on_early && self.in_tx.0.is_none());
         self.sending = false;
         let (qdisc, mut ctx) = self.qdisc_and_ctx(self.free_at_ns, flow_counters);
         let none = qdisc.dequeue(&mut ctx);

@@ -34,7 +34,7 @@ fn the_hot_fields_share_the_first_cache_lines() {
     // Without departure lookahead a packet's pass also reads the packet on
     // the wire: one line, not two.
     assert_eq!(offset_of!(QueueSlot, in_tx) % 64, 0);
-    assert_eq!(size_of::<Option<Packet>>(), 64);
+    assert_eq!(size_of::<OnWire>(), 64);
     assert_eq!(offset_of!(QueueSlot, counters), 256);
     assert!(offset_of!(QueueSlot, counters) + size_of::<SubqueueCounters>() <= HOT_BYTES);
     // Every link of a table starts on a line, so the six are six.
