@@ -86,6 +86,8 @@ fn fifo_ctv_equals_a_histogram_kept_per_record() {
         bytes: u64,
         last_ns: u64,
         carry: u128,
+        /// Records discarded because the VQ was full.
+        discarded: usize,
     }
     impl Reference {
         fn pop(&mut self) {
@@ -118,6 +120,7 @@ fn fifo_ctv_equals_a_histogram_kept_per_record() {
             self.drain(now_ns);
             while !self.records.is_empty() && self.bytes + size > self.limit_bytes {
                 self.pop();
+                self.discarded += 1;
             }
             self.records.push_back((pv, size));
             self.bins[pv as usize] += size;
@@ -144,6 +147,7 @@ fn fifo_ctv_equals_a_histogram_kept_per_record() {
         bytes: 0,
         last_ns: 0,
         carry: 0,
+        discarded: 0,
     };
     let mut x = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move |n: u64| {
@@ -188,8 +192,9 @@ fn fifo_ctv_equals_a_histogram_kept_per_record() {
             }
         }
     }
-    // The trace reached both regimes: CTVs set, and the VQ full and empty.
-    assert!(signalled > 1000 && emptied > 10, "{signalled} CTVs set, {emptied} times empty");
+    // The trace reached every regime: CTVs set, the VQ full and empty.
+    let full = reference.discarded;
+    assert!(signalled > 1000 && full > 100 && emptied > 10, "{signalled} CTVs set, {full} records discarded, {emptied} times empty");
 }
 
 #[test]
