@@ -229,7 +229,7 @@ impl QueueLimit {
             BufferSpec::Bytes(b) => QueueLimit { pkts: None, bytes: Some(b) },
             BufferSpec::Time(t) => QueueLimit {
                 pkts: None,
-                bytes: Some(((rate_bps as u128 * t as u128) / (8 * 1_000_000_000u128)) as u64),
+                bytes: Some(crate::sim::bytes_in(rate_bps, t)),
             },
         }
     }

@@ -43,6 +43,7 @@ use crate::packet::Packet;
 use crate::ppv::PV_MAX;
 use crate::sim::ring::Ring;
 use crate::sim::units::serde_duration;
+use crate::sim::{bytes_in, NS_PER_SEC};
 use serde::{Deserialize, Serialize};
 
 /// How a virtual queue holds and serves its records (aqmlab's choice; the
@@ -138,7 +139,7 @@ impl Default for VdqCsaqmConfig {
 }
 
 /// Bits per byte times nanoseconds per second: `rate_bps · ns / this` is bytes.
-const BIT_NS_PER_BYTE: u64 = 8_000_000_000;
+const BIT_NS_PER_BYTE: u64 = 8 * NS_PER_SEC;
 
 /// One record of a virtual queue: a packet's value and size.
 #[derive(Debug, Clone, Copy)]
@@ -190,11 +191,10 @@ impl VirtualQueue {
     }
 
     pub fn with_model(rate_bps: u64, target_ns: u64, limit_ns: u64, model: VqModel, rule: CtvRule) -> Self {
-        let bytes_at = |ns: u64| (rate_bps as u128 * ns as u128 / u128::from(BIT_NS_PER_BYTE)) as u64;
         VirtualQueue {
             rate_bps,
-            target_bytes: bytes_at(target_ns),
-            limit_bytes: bytes_at(limit_ns),
+            target_bytes: bytes_in(rate_bps, target_ns),
+            limit_bytes: bytes_in(rate_bps, limit_ns),
             records: Ring::new(),
             head_served: 0,
             bytes: 0,
@@ -216,7 +216,8 @@ impl VirtualQueue {
         self.bytes
     }
 
-    /// Bytes held of value `pv` (whole records).
+    /// Bytes held of value `pv` (whole records; for tests).
+    #[cfg(test)]
     pub fn bytes_of_value(&self, pv: u32) -> u64 {
         match self.model {
             VqModel::Ideal => self.hist[pv as usize],
@@ -330,7 +331,7 @@ impl VirtualQueue {
         let excess = (held - self.target_bytes) as f64;
         let f = match self.rule {
             CtvRule::ExcessShare => {
-                let per_period = (self.rate_bps as u128 * period_ns as u128 / u128::from(BIT_NS_PER_BYTE)).max(1) as f64;
+                let per_period = bytes_in(self.rate_bps, period_ns).max(1) as f64;
                 (excess / per_period).min(1.0)
             }
             CtvRule::Budget => excess / held as f64,

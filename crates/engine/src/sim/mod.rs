@@ -31,6 +31,13 @@ pub fn secs_to_ns(s: f64) -> u64 {
     }
 }
 
+/// Whole bytes sent at `rate_bps` in `ns` (rounded down; 128-bit, so any
+/// rate and duration): the inverse of [`tx_time_ns`].
+#[inline]
+pub fn bytes_in(rate_bps: u64, ns: u64) -> u64 {
+    (u128::from(rate_bps) * u128::from(ns) / u128::from(8 * NS_PER_SEC)) as u64
+}
+
 /// Serialisation time of `bytes` at `rate_bps`, rounded up to a whole ns.
 #[inline]
 pub fn tx_time_ns(bytes: u64, rate_bps: u64) -> u64 {
