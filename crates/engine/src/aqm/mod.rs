@@ -67,19 +67,25 @@ pub const MARK_REASONS: [&str; 4] = ["aqm", "step", "coupled", "link_mark"];
 pub const MAX_SUBQUEUES: usize = 4;
 
 /// Counters the context updates; the owner folds them into stats.
+///
+/// `repr(C)`, in this order: what every packet updates (arrival, departure,
+/// sojourn sum) and the marks come first, in the first 64 bytes, so that
+/// a packet's pass touches one line of them, not two; drops are rare and
+/// come last (`QueueSlot`'s layout, docs/performance.md).
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct SubqueueCounters {
     pub arrived_pkts: u64,
     pub arrived_bytes: u64,
     pub departed_pkts: u64,
     pub departed_bytes: u64,
-    pub dropped_pkts: [u64; 4],
-    pub dropped_bytes: u64,
-    pub marked_pkts: [u64; 4],
     /// Sum of the sojourn times of departed packets (ns; set by the queue
     /// slot): over an interval, its difference / departures is the mean
     /// queue delay (the `queue_ts` series).
     pub sojourn_sum_ns: u64,
+    pub marked_pkts: [u64; 4],
+    pub dropped_pkts: [u64; 4],
+    pub dropped_bytes: u64,
 }
 
 impl SubqueueCounters {
@@ -196,14 +202,9 @@ impl<'a> QdiscCtx<'a> {
     }
 
     /// RFC 3168 §7: signal congestion by CE if the packet is ECN-capable,
-    /// otherwise by dropping it. Returns the packet if it survives.
-    pub fn mark_or_drop(&mut self, mut pkt: Packet, mark: MarkReason, drop: DropReason) -> Option<Packet> {
-        self.mark_or_drop_in_place(&mut pkt, mark, drop).then_some(pkt)
-    }
-
-    /// [`mark_or_drop`](QdiscCtx::mark_or_drop) for a packet the caller
-    /// keeps (an arrival decision, a dual-queue AQM's verdict): true if it
-    /// survives.
+    /// otherwise by dropping it (counted here; the caller discards its
+    /// copy). True if it survives. In place: a verdict on a packet the
+    /// caller keeps does not move it.
     #[inline]
     pub fn mark_or_drop_in_place(&mut self, pkt: &mut Packet, mark: MarkReason, drop: DropReason) -> bool {
         if self.mark(pkt, mark) {

@@ -61,9 +61,10 @@ struct Waiting {
 ///
 /// The layout is fixed (`repr(C)`) and ordered by how often a field is
 /// touched: a packet's pass through a queue with departure lookahead reads
-/// and writes the first six cache lines (the scalars below, the first
-/// sub-queue's histogram header and counters) and the discipline's first
-/// line, and nothing else of the slot. Without departure lookahead (the
+/// and writes the first five cache lines (the scalars below, the first
+/// sub-queue's histogram header and the first line of its counters) and the
+/// discipline's first line, and nothing else of the slot (a drop also
+/// writes the counters' second line). Without departure lookahead (the
 /// AQMs) a packet's pass also reads the packet on the wire, one line after
 /// the discipline; flags in the first line say whether it must read more
 /// (a medium, random loss or marking, feedback to sources). A fat tree
@@ -130,7 +131,8 @@ pub struct QueueSlot {
     /// The transmitter's rate: here, a hop reads it with the queue's other
     /// hot fields, not from a line of its own (`Link::set_rate_bps`).
     tx_rate_bps: u64,
-    // --- the first sub-queue's counters (two lines), then the discipline ---
+    // --- the first sub-queue's counters (what every packet updates in the
+    // fifth line, the drops in the sixth), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
     /// The packet on the wire (queues without departure lookahead, unless
@@ -161,8 +163,8 @@ struct OnWire(Option<Packet>);
 /// A link: a pure delay, or a queue and its transmitter before the delay.
 ///
 /// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record.
-/// Aligned to a cache line so that they are six lines in every link: at
-/// 2 160 bytes a link straddled a seventh in three links of four. The
+/// Aligned to a cache line so that they are five lines in every link:
+/// unaligned, links of 2 160 bytes straddled one more in three of four. The
 /// rate lives in the queue, and a flag there says whether `medium` needs
 /// reading, so a hop reads nothing of the link past its queue's hot lines
 /// (docs/performance.md).
@@ -191,8 +193,8 @@ pub struct Link {
 }
 
 /// Bytes from the start of a [`Link`] that a packet's pass through its
-/// queue touches (see [`QueueSlot`]'s layout).
-const HOT_BYTES: usize = 384;
+/// queue touches (see [`QueueSlot`]'s layout): five lines.
+const HOT_BYTES: usize = 320;
 
 impl Link {
     /// Start loading what a packet's arrival at this link's queue will touch

@@ -14,7 +14,7 @@ fn fifo_link(limit_pkts: u64) -> Link {
 }
 
 /// The layout `QueueSlot` documents: what a packet touches lies in the
-/// first six cache lines (and the discipline's first line).
+/// first five cache lines (and the discipline's first line).
 #[test]
 fn the_hot_fields_share_the_first_cache_lines() {
     use std::mem::{offset_of, size_of};
@@ -36,8 +36,13 @@ fn the_hot_fields_share_the_first_cache_lines() {
     assert_eq!(offset_of!(QueueSlot, in_tx) % 64, 0);
     assert_eq!(size_of::<OnWire>(), 64);
     assert_eq!(offset_of!(QueueSlot, counters), 256);
-    assert!(offset_of!(QueueSlot, counters) + size_of::<SubqueueCounters>() <= HOT_BYTES);
-    // Every link of a table starts on a line, so the six are six.
+    // A packet's arrival, departure, sojourn sum and mark (other than a
+    // link's random mark) land in the first line of the first sub-queue's
+    // counters, the last hot line.
+    assert_eq!(offset_of!(QueueSlot, counters) + 64, HOT_BYTES);
+    assert!(offset_of!(SubqueueCounters, sojourn_sum_ns) + 8 <= 64);
+    assert!(offset_of!(SubqueueCounters, marked_pkts) + 8 * (MarkReason::Coupled as usize + 1) <= 64);
+    // Every link of a table starts on a line, so the five are five.
     assert_eq!(std::mem::align_of::<Link>(), 64);
 }
 
