@@ -84,7 +84,7 @@ impl Qdisc for Bernoulli {
         let signal = ctx.rng.uniform() < self.probability(&pkt);
         if signal {
             if self.cfg.ecn {
-                if !ctx.mark_or_drop_in_place(&mut pkt, MarkReason::Aqm, DropReason::Aqm) {
+                if !ctx.mark_or_drop(&mut pkt, MarkReason::Aqm, DropReason::Aqm) {
                     return;
                 }
             } else {

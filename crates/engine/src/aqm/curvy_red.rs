@@ -149,11 +149,7 @@ impl CurvyRed {
         let x = (self.vars.q_c * self.scale_c).min(1.0);
         // RFC 9332 B.1: drop (Not-ECT) or mark when x > max of 2U uniforms.
         if exceeds_max_of(ctx, x, 2 * self.cfg.curviness) {
-            if !pkt.ecn.is_ect() {
-                ctx.drop(*pkt, DropReason::Aqm);
-                return false;
-            }
-            ctx.mark(pkt, MarkReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Aqm, DropReason::Aqm);
         }
         true
     }
@@ -161,11 +157,11 @@ impl CurvyRed {
     fn l4s(&mut self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         // RFC 9332 B.1: native step OR coupled (Q_C/2^S_L > max of U uniforms).
         if ctx.now_ns.saturating_sub(pkt.enq_ns) > self.cfg.l4s_step_ns {
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm);
         }
         let x = (self.vars.q_c * self.scale_l).min(1.0);
         if exceeds_max_of(ctx, x, self.cfg.curviness) {
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
         true
     }

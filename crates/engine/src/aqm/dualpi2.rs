@@ -273,23 +273,23 @@ impl DualPi2 {
                 ctx.drop(*pkt, DropReason::Overload);
                 return false;
             }
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
         let p_cl = if guarded { 0.0 } else { self.p_cl() };
         if self.params.l4s_recur_max {
             // RFC 9332 A.1: p_L = max(p'_L, p_CL), marked by `recur`.
             let reason = if native >= p_cl { MarkReason::Step } else { MarkReason::Coupled };
             if recur(&mut self.vars.l_recur, native.max(p_cl)) {
-                return ctx.mark_or_drop_in_place(pkt, reason, DropReason::Aqm);
+                return ctx.mark_or_drop(pkt, reason, DropReason::Aqm);
             }
             return true;
         }
         // Linux: coupled roll (must_drop), then the step on what survives unmarked.
         if dualpi2_roll(ctx, p_cl) {
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
         }
         if dualpi2_roll(ctx, native) {
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm);
         }
         true
     }

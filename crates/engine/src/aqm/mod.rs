@@ -206,7 +206,7 @@ impl<'a> QdiscCtx<'a> {
     /// copy). True if it survives. In place: a verdict on a packet the
     /// caller keeps does not move it.
     #[inline]
-    pub fn mark_or_drop_in_place(&mut self, pkt: &mut Packet, mark: MarkReason, drop: DropReason) -> bool {
+    pub fn mark_or_drop(&mut self, pkt: &mut Packet, mark: MarkReason, drop: DropReason) -> bool {
         if self.mark(pkt, mark) {
             return true;
         }

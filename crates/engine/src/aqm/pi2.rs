@@ -124,7 +124,7 @@ impl Pi2 {
         if self.cfg.l4s && pkt.ecn.is_l4s_id() {
             // PI2 paper / RFC 9332 §2.1: Scalable traffic gets the linear k*p'.
             if pi2_roll(ctx, (k * pp).min(1.0)) {
-                return ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm);
+                return ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm);
             }
             return true;
         }

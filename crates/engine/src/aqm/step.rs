@@ -63,7 +63,7 @@ impl Step {
     #[inline]
     fn signal(&self, pkt: &mut Packet, ctx: &mut QdiscCtx) -> bool {
         if self.cfg.drop_non_ect {
-            ctx.mark_or_drop_in_place(pkt, MarkReason::Step, DropReason::Aqm)
+            ctx.mark_or_drop(pkt, MarkReason::Step, DropReason::Aqm)
         } else {
             ctx.mark(pkt, MarkReason::Step);
             true

@@ -432,9 +432,9 @@ impl VdqCsaqm {
         let pv = pkt.value();
         if below(pv, self.ctv1) {
             // VQ1's threshold: the coupling between the classes.
-            ctx.mark_or_drop_in_place(pkt, MarkReason::Coupled, DropReason::Aqm)
+            ctx.mark_or_drop(pkt, MarkReason::Coupled, DropReason::Aqm)
         } else if below(pv, self.ctv0) {
-            ctx.mark_or_drop_in_place(pkt, MarkReason::Aqm, DropReason::Aqm)
+            ctx.mark_or_drop(pkt, MarkReason::Aqm, DropReason::Aqm)
         } else {
             true
         }
@@ -446,7 +446,7 @@ impl VdqCsaqm {
             return true;
         }
         if self.classic_ecn {
-            return ctx.mark_or_drop_in_place(pkt, MarkReason::Aqm, DropReason::Aqm);
+            return ctx.mark_or_drop(pkt, MarkReason::Aqm, DropReason::Aqm);
         }
         ctx.drop(*pkt, DropReason::Aqm);
         false
