@@ -9,6 +9,7 @@ summary cancel out; instruction counts do not depend on the host.
     python scripts/instructions.py D --lines 30             # and where they go
     python scripts/instructions.py my.json --lengths 1s 3s --per events
     python scripts/instructions.py D-1024 --cache           # and cache misses
+    python scripts/instructions.py D-1024 --cache --lines 30 --lines-by DLmr  # where the L2 read misses are
 
 A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
 unless ``--lengths`` says otherwise); anything else is a scenario file in
@@ -106,12 +107,13 @@ def total_instructions(callgrind_out: str) -> int:
     return event_totals(callgrind_out)["Ir"]
 
 
-def costs_by_address(callgrind_out: str, object_name: str) -> collections.Counter:
-    """Self cost per instruction address within ``object_name``, from a
+def costs_by_address(callgrind_out: str, object_name: str, event: str = "Ir") -> collections.Counter:
+    """Self cost of ``event`` per instruction address within ``object_name``, from a
     callgrind output written with ``--dump-instr=yes --dump-line=no``
     (positions are addresses, absolute or relative to the previous line;
     object names are compressed to ``(id)`` after their first mention; the
     line after ``calls=`` is a call's inclusive cost, not a self cost)."""
+    column = 1 + re.search(r"^events: (.*)$", callgrind_out, re.M).group(1).split().index(event)
     names: dict[str, str] = {}
     cost: collections.Counter = collections.Counter()
     current = ""
@@ -139,8 +141,8 @@ def costs_by_address(callgrind_out: str, object_name: str) -> collections.Counte
         if after_call:
             after_call = False
             continue
-        if len(fields) > 1 and current.endswith(object_name):
-            cost[addr] += int(fields[1])
+        if len(fields) > column and current.endswith(object_name):
+            cost[addr] += int(fields[column])
     return cost
 
 
@@ -189,6 +191,8 @@ def main() -> int:
     ap.add_argument("--exe", type=Path, help="a runjson binary built elsewhere")
     ap.add_argument("--lines", type=int, default=0, metavar="N", help="also print the N costliest source lines")
     ap.add_argument("--cache", action="store_true", help="also simulate the L1 and L2 data caches and print their misses")
+    ap.add_argument("--lines-by", choices=("Ir", *MISS_EVENTS), default="Ir",
+                    help="what --lines ranks the source lines by: instructions (default) or one kind of --cache's misses")
     a = ap.parse_args()
     if a.scenario not in LENGTHS and not Path(a.scenario).is_file():
         ap.error(f"scenario: '{a.scenario}' is neither a benchmark ({', '.join(LENGTHS)}) nor a file")
@@ -196,6 +200,8 @@ def main() -> int:
     if lengths is None:
         ap.error("--lengths: a scenario file needs its two run lengths")
     per = a.per or PER.get(a.scenario, "packets")
+    if a.lines_by != "Ir" and not (a.cache and a.lines):
+        ap.error(f"--lines-by {a.lines_by}: needs --cache and --lines")
     exe = a.exe
     if exe is None:
         subprocess.run(["cargo", "build", "-q", "--release", "-p", "aqmlab-engine", "--example", "runjson"], cwd=ROOT, check=True)
@@ -214,7 +220,7 @@ def main() -> int:
             for event, what in MISS_EVENTS.items():
                 print(f"{(long[event] - short[event]) / units:9.2f}  {what} per {per[:-1]}")
         if a.lines:
-            short, long = (costs_by_address(t, exe.name) for t in texts)
+            short, long = (costs_by_address(t, exe.name, a.lines_by) for t in texts)
             diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}
             chains = inline_chains(exe, sorted(diff))
             by_line: collections.Counter = collections.Counter()
@@ -223,13 +229,14 @@ def main() -> int:
             by_file: collections.Counter = collections.Counter()
             for k, c in by_line.items():
                 by_file[k.rpartition(":")[0] or k] += c
-            print(f"\nthe {a.lines} costliest lines of the engine's source (instructions per {per[:-1]}, inlined helpers included):")
+            what = "instructions" if a.lines_by == "Ir" else MISS_EVENTS[a.lines_by]
+            print(f"\nthe {a.lines} costliest lines of the engine's source ({what} per {per[:-1]}, inlined helpers included):")
             for k, c in by_line.most_common(a.lines):
-                print(f"{c:9.1f}  {k}")
+                print(f"{c:9.2f}  {k}")
             print("\nper source file:")
             for k, c in by_file.most_common():
                 if abs(c) >= 0.05:
-                    print(f"{c:9.1f}  {k}")
+                    print(f"{c:9.2f}  {k}")
     return 0
 
 

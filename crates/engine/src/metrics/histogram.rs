@@ -14,37 +14,31 @@ const SUB: u64 = 1 << SUB_BITS;
 const EXP_BUCKETS: u32 = 41;
 const NBUCKETS: usize = (SUB as usize) * (EXP_BUCKETS as usize + 1);
 
-/// `repr(C)`, 64 bytes: a queue keeps its first sub-queue's histogram in
-/// one cache line of its hot fields (`net::link::QueueSlot`).
-#[derive(Clone)]
+/// A histogram's bucket counts alone, 24 bytes (`repr(C)`): what a queue
+/// keeps per sub-queue among its hot fields (`net::link::QueueSlot`). The
+/// queue counts the same samples and their sum in its counters and keeps
+/// their maximum, so it needs neither here, and gives them back when it
+/// hands the histogram over ([`Buckets::into_histogram`]).
+#[derive(Clone, Default)]
 #[repr(C)]
-pub struct Histogram {
+pub struct Buckets {
     /// Buckets up to the largest seen so far (a multiple of SUB long).
-    counts: Vec<u64>,
-    n: u64,
-    sum: u128,
-    max: u64,
+    counts: Box<[u64]>,
     /// A run of `run_len` samples in bucket `run_bucket`, recorded but not
-    /// yet counted ([`Self::record_run`]); in the struct's padding.
+    /// yet counted ([`Self::record_run`]).
     run_bucket: u32,
     run_len: u32,
 }
 
-impl std::fmt::Debug for Histogram {
+impl std::fmt::Debug for Buckets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Histogram(n={}, mean={:.1})", self.n, self.mean())
+        write!(f, "Buckets(counted={}, open run={})", self.counts.iter().sum::<u64>(), self.run_len)
     }
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Histogram {
+impl Buckets {
     pub fn new() -> Self {
-        Histogram { counts: Vec::new(), n: 0, sum: 0, max: 0, run_bucket: 0, run_len: 0 }
+        Buckets::default()
     }
 
     #[inline]
@@ -72,28 +66,18 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
-        let b = self.note(v);
-        self.count_run(b, 1);
+        self.count_run(Self::bucket(v), 1);
     }
 
-    /// `v` in the count, sum and maximum; its bucket.
-    #[inline]
-    fn note(&mut self, v: u64) -> usize {
-        self.n += 1;
-        self.sum += v as u128;
-        self.max = self.max.max(v);
-        Self::bucket(v)
-    }
-
-    /// Record `v` in the count, sum and maximum now, and its bucket in a run
-    /// of equal buckets. When `v`'s bucket ends the run, the run is returned:
-    /// [`Self::count_run`] must add it before the histogram is read
-    /// (`net::sojourn_log`), and [`Self::settle_run`] counts the last one.
-    /// Consecutive sojourns at a queue often share a bucket (half of them are
-    /// zero in a fat tree), and a run is one far increment instead of many.
+    /// Record `v` in a run of equal buckets. When `v`'s bucket ends the run,
+    /// the run is returned: [`Self::count_run`] must add it before the
+    /// histogram is read (`net::sojourn_log`), and [`Self::settle_run`]
+    /// counts the last one. Consecutive sojourns at a queue often share a
+    /// bucket (half of them are zero in a fat tree), and a run is one far
+    /// increment instead of many.
     #[inline]
     pub fn record_run(&mut self, v: u64) -> Option<(usize, u32)> {
-        let b = self.note(v) as u32;
+        let b = Self::bucket(v) as u32;
         if b == self.run_bucket && self.run_len < u32::MAX {
             self.run_len += 1;
             return None;
@@ -137,8 +121,53 @@ impl Histogram {
     /// of a vector's growth): a fat tree holds thousands of histograms, and
     /// a row is added at most EXP_BUCKETS times.
     fn grow_to(&mut self, len: usize) {
-        self.counts.reserve_exact(len - self.counts.len());
-        self.counts.resize(len, 0);
+        let mut counts = std::mem::take(&mut self.counts).into_vec();
+        counts.reserve_exact(len - counts.len());
+        counts.resize(len, 0);
+        self.counts = counts.into_boxed_slice();
+    }
+
+    /// Empty every bucket (and drop the open run).
+    pub fn reset(&mut self) {
+        self.counts.iter_mut().for_each(|c| *c = 0);
+        self.run_len = 0;
+    }
+
+    /// A histogram of these buckets, with the count, sum and maximum of
+    /// their samples as their owner kept them.
+    pub fn into_histogram(self, n: u64, sum: u128, max: u64) -> Histogram {
+        debug_assert_eq!(self.run_len, 0, "a run not yet counted");
+        debug_assert_eq!(self.counts.iter().sum::<u64>(), n, "the owner's count is not the buckets'");
+        Histogram { buckets: self, n, sum, max }
+    }
+}
+
+/// Buckets with the count, exact sum and maximum of their samples.
+#[derive(Clone, Default)]
+pub struct Histogram {
+    buckets: Buckets,
+    n: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl std::fmt::Debug for Histogram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Histogram(n={}, mean={:.1})", self.n, self.mean())
+    }
+}
+
+impl Histogram {
+    pub fn new() -> Self {
+        Histogram::default()
+    }
+
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        self.n += 1;
+        self.sum += v as u128;
+        self.max = self.max.max(v);
+        self.buckets.record(v);
     }
 
     pub fn count(&self) -> u64 {
@@ -158,17 +187,16 @@ impl Histogram {
     /// The q-quantile (0 ≤ q ≤ 1): the midpoint of the bucket holding the
     /// ceil(q·n)-th smallest sample.
     pub fn quantile(&self, q: f64) -> f64 {
-        debug_assert_eq!(self.run_len, 0, "a run not yet counted");
         if self.n == 0 {
             return 0.0;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.n as f64).ceil() as u64).max(1);
         let mut seen = 0;
-        for (b, &c) in self.counts.iter().enumerate() {
+        for (b, &c) in self.buckets.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                let lo = Self::bucket_low(b);
-                let hi = if b + 1 < NBUCKETS { Self::bucket_low(b + 1) } else { lo + 1 };
+                let lo = Buckets::bucket_low(b);
+                let hi = if b + 1 < NBUCKETS { Buckets::bucket_low(b + 1) } else { lo + 1 };
                 return if hi - lo <= 1 { lo as f64 } else { ((lo + hi - 1) as f64 / 2.0).min(self.max as f64) };
             }
         }
@@ -177,11 +205,11 @@ impl Histogram {
 
     /// Add another histogram's samples to this one.
     pub fn merge(&mut self, o: &Histogram) {
-        debug_assert_eq!((self.run_len, o.run_len), (0, 0), "a run not yet counted");
-        if o.counts.len() > self.counts.len() {
-            self.grow_to(o.counts.len());
+        let (mine, theirs) = (&mut self.buckets, &o.buckets);
+        if theirs.counts.len() > mine.counts.len() {
+            mine.grow_to(theirs.counts.len());
         }
-        for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
+        for (a, b) in mine.counts.iter_mut().zip(theirs.counts.iter()) {
             *a += b;
         }
         self.n += o.n;
@@ -189,20 +217,11 @@ impl Histogram {
         self.max = self.max.max(o.max);
     }
 
-    pub fn reset(&mut self) {
-        self.counts.iter_mut().for_each(|c| *c = 0);
-        self.n = 0;
-        self.sum = 0;
-        self.max = 0;
-        self.run_len = 0;
-    }
-
     /// Non-empty buckets as (lower edge, upper edge, count), for CDF output.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        debug_assert_eq!(self.run_len, 0, "a run not yet counted");
-        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| {
-            let lo = Self::bucket_low(b);
-            let hi = if b + 1 < NBUCKETS { Self::bucket_low(b + 1) } else { u64::MAX };
+        self.buckets.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(b, &c)| {
+            let lo = Buckets::bucket_low(b);
+            let hi = if b + 1 < NBUCKETS { Buckets::bucket_low(b + 1) } else { u64::MAX };
             (lo, hi, c)
         })
     }
@@ -227,12 +246,12 @@ mod tests {
         assert_eq!(h.max(), 100_000_000);
     }
 
-    /// The sojourn log's path (`record_run`, runs counted later in any
-    /// order, the open one settled) gives the histogram `record` gives.
+    /// The sojourn log's path (`Buckets::record_run`, runs counted later in
+    /// any order, the open one settled) gives the buckets `record` gives.
     #[test]
     fn runs_counted_late_give_the_same_histogram() {
         let values: Vec<u64> = (0..20_000u64).map(|i| if i % 7 < 4 { 0 } else { (i / 3 * 7919) % 300_000 }).collect();
-        let (mut now, mut late, mut runs) = (Histogram::new(), Histogram::new(), Vec::new());
+        let (mut now, mut late, mut runs) = (Histogram::new(), Buckets::new(), Vec::new());
         for &v in &values {
             now.record(v);
             runs.extend(late.record_run(v));
@@ -241,23 +260,24 @@ mod tests {
             late.count_run(b, n);
         }
         late.settle_run();
+        let late = late.into_histogram(now.count(), now.sum, now.max());
         assert_eq!(now.buckets().collect::<Vec<_>>(), late.buckets().collect::<Vec<_>>());
-        assert_eq!((now.count(), now.max(), now.mean()), (late.count(), late.max(), late.mean()));
         assert!(runs.len() < values.len() / 2, "{} runs for {} values", runs.len(), values.len());
     }
 
     #[test]
     fn a_run_ends_at_the_limit_of_its_counter() {
-        let mut h = Histogram::new();
-        assert_eq!(h.record_run(5), None);
-        h.run_len = u32::MAX - 1;
-        assert_eq!(h.record_run(5), None);
-        assert_eq!(h.record_run(5), Some((5, u32::MAX)));
-        assert_eq!(h.record_run(6), Some((5, 1)));
-        h.count_run(5, u32::MAX);
-        h.count_run(5, 1);
-        h.settle_run();
-        assert_eq!(h.buckets().map(|(_, _, c)| c).sum::<u64>(), u32::MAX as u64 + 2);
+        let mut b = Buckets::new();
+        assert_eq!(b.record_run(5), None);
+        b.run_len = u32::MAX - 1;
+        assert_eq!(b.record_run(5), None);
+        assert_eq!(b.record_run(5), Some((5, u32::MAX)));
+        assert_eq!(b.record_run(6), Some((5, 1)));
+        b.count_run(5, u32::MAX);
+        b.count_run(5, 1);
+        b.settle_run();
+        let n = u32::MAX as u64 + 2;
+        assert_eq!(b.into_histogram(n, 0, 6).buckets().map(|(_, _, c)| c).sum::<u64>(), n);
     }
 
     #[test]
@@ -270,9 +290,9 @@ mod tests {
         assert_eq!(h.quantile(1.0), 127.0);
         let mut last = 0;
         for b in 0..NBUCKETS {
-            let lo = Histogram::bucket_low(b);
+            let lo = Buckets::bucket_low(b);
             assert!(b == 0 || lo > last);
-            assert_eq!(Histogram::bucket(lo), b);
+            assert_eq!(Buckets::bucket(lo), b);
             last = lo;
         }
     }

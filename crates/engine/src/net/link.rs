@@ -35,7 +35,7 @@ use crate::aqm::{
     AnyQdisc, DropReason, FlowQueueCounters, MarkReason, Qdisc, QdiscCtx, SubqueueCounters, MAX_SUBQUEUES,
 };
 use super::sojourn_log::SojournLog;
-use crate::metrics::histogram::Histogram;
+use crate::metrics::histogram::{Buckets, Histogram};
 use crate::packet::Packet;
 use crate::sim::ring::Ring;
 use crate::sim::rng::SimRng;
@@ -57,13 +57,27 @@ struct Waiting {
     data: bool,
 }
 
+/// A sub-queue's sojourn statistics that every departure updates: the
+/// histogram's buckets and the largest sojourn since the last time-series
+/// sample (or the end of warm-up, see [`QueueSlot::take_sojourn_max`]).
+/// Half a cache line. The histogram's count and sum are the sub-queue's
+/// departures and sojourn sum since warm-up, which its counters hold
+/// already; its maximum is put together from this one
+/// ([`QueueSlot::take_histograms`]).
+#[derive(Debug, Clone, Default)]
+#[repr(C)]
+struct SojournStats {
+    buckets: Buckets,
+    max_ns: u64,
+}
+
 /// A queue, its transmitter's state and its statistics.
 ///
 /// The layout is fixed (`repr(C)`) and ordered by how often a field is
 /// touched: a packet's pass through a queue with departure lookahead reads
-/// and writes the first five cache lines (the scalars below, the first
-/// sub-queue's histogram header and the first line of its counters) and the
-/// discipline's first line, and nothing else of the slot (a drop also
+/// and writes the first four cache lines (the scalars below, the first
+/// sub-queue's sojourn statistics and the first line of its counters) and
+/// the discipline's first line, and nothing else of the slot (a drop also
 /// writes the counters' second line). Without departure lookahead (the
 /// AQMs) a packet's pass also reads the packet on the wire, one line after
 /// the discipline; flags in the first line say whether it must read more
@@ -117,22 +131,19 @@ pub struct QueueSlot {
     /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
     /// saves a division per packet when sizes repeat.
     tx_cache: (u32, u64, u64, u64),
-    // --- the first sub-queue's sojourn histogram (one line) ---
-    hist0: Histogram,
-    // --- the fourth line (with the transmitter's rate) ---
+    // --- the third line: the first sub-queue's sojourn statistics, the
+    // transmitter's totals and rate ---
+    sojourn0: SojournStats,
     pub busy_ns: u64,
     /// Data-direction packets sent (the benchmark's "bottleneck packets").
     pub data_departed: u64,
-    /// Largest sojourn per sub-queue since the last time-series sample
-    /// (`World::on_sample` reads and clears it).
-    pub sojourn_max_ns: [u64; MAX_SUBQUEUES],
     /// Packet capture (`[metrics] pcap`) of this queue; None: off.
     pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
     /// The transmitter's rate: here, a hop reads it with the queue's other
     /// hot fields, not from a line of its own (`Link::set_rate_bps`).
     tx_rate_bps: u64,
     // --- the first sub-queue's counters (what every packet updates in the
-    // fifth line, the drops in the sixth), then the discipline ---
+    // fourth line, the drops in the fifth), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
     /// The packet on the wire (queues without departure lookahead, unless
@@ -140,8 +151,14 @@ pub struct QueueSlot {
     /// written on every packet there.
     in_tx: OnWire,
     // --- rarely touched ---
-    /// Histograms of the sub-queues after the first.
-    hist_rest: [Histogram; MAX_SUBQUEUES - 1],
+    /// The sojourn statistics of the sub-queues after the first.
+    sojourn_rest: [SojournStats; MAX_SUBQUEUES - 1],
+    /// Per sub-queue, the largest sojourn since warm-up in the time-series
+    /// intervals already sampled (`take_sojourn_max`).
+    max_sampled_ns: [u64; MAX_SUBQUEUES],
+    /// Per sub-queue, the largest sojourn of the sampling interval that
+    /// warm-up ended, up to its end: the interval's sample still reports it.
+    max_before_warmup_ns: [u64; MAX_SUBQUEUES],
     /// Counters at the end of warm-up (summary statistics exclude warm-up).
     pub counters_at_warmup: [SubqueueCounters; MAX_SUBQUEUES],
     pub busy_ns_at_warmup: u64,
@@ -163,7 +180,7 @@ struct OnWire(Option<Packet>);
 /// A link: a pure delay, or a queue and its transmitter before the delay.
 ///
 /// `repr(C)`: the queue's hot lines (see [`QueueSlot`]) start the record.
-/// Aligned to a cache line so that they are five lines in every link:
+/// Aligned to a cache line so that they are four lines in every link:
 /// unaligned, links of 2 160 bytes straddled one more in three of four. The
 /// rate lives in the queue, and a flag there says whether `medium` needs
 /// reading, so a hop reads nothing of the link past its queue's hot lines
@@ -193,8 +210,8 @@ pub struct Link {
 }
 
 /// Bytes from the start of a [`Link`] that a packet's pass through its
-/// queue touches (see [`QueueSlot`]'s layout): five lines.
-const HOT_BYTES: usize = 320;
+/// queue touches (see [`QueueSlot`]'s layout): four lines.
+const HOT_BYTES: usize = 256;
 
 impl Link {
     /// Start loading what a packet's arrival at this link's queue will touch
@@ -208,16 +225,16 @@ impl Link {
         prefetch_bytes(self, offset_of!(Link, queue) + offset_of!(QueueSlot, qdisc), 1);
     }
 
-    /// Start loading the queue's tag and sub-queue `sub`'s histogram header
-    /// (`SojournLog::apply`).
+    /// Start loading the queue's tag and sub-queue `sub`'s histogram buckets'
+    /// header (`SojournLog::apply`).
     #[inline(always)]
     pub fn prefetch_histogram(&self, sub: usize) {
         use crate::sim::prefetch::prefetch_bytes;
         use std::mem::offset_of;
         prefetch_bytes(self, 0, 1);
         let at = match sub {
-            0 => offset_of!(QueueSlot, hist0),
-            _ => offset_of!(QueueSlot, hist_rest) + (sub - 1) * std::mem::size_of::<Histogram>(),
+            0 => offset_of!(QueueSlot, sojourn0),
+            _ => offset_of!(QueueSlot, sojourn_rest) + (sub - 1) * std::mem::size_of::<SojournStats>(),
         };
         prefetch_bytes(self, offset_of!(Link, queue) + at, 1);
     }
@@ -225,13 +242,13 @@ impl Link {
     /// Where bucket `b` of sub-queue `sub`'s histogram lies, if it exists yet.
     #[inline(always)]
     pub fn histogram_slot(&self, sub: usize, b: usize) -> Option<&u64> {
-        self.queue.as_ref()?.hist(sub).bucket_slot(b)
+        self.queue.as_ref()?.sojourn(sub).buckets.bucket_slot(b)
     }
 
     /// Count a bucket the sojourn log deferred.
     #[inline(always)]
     pub fn count_sojourn_run(&mut self, sub: usize, b: usize, n: u32) {
-        self.queue.as_mut().expect("only queues log sojourns").hist_mut(sub).count_run(b, n);
+        self.queue.as_mut().expect("only queues log sojourns").sojourn_mut(sub).buckets.count_run(b, n);
     }
 
     /// A pure delay; [`Link::with_queue`] gives it a queue and transmitter.
@@ -291,12 +308,13 @@ impl Link {
             hands_on_early: false,
             sending: false,
             tx_done_armed: false,
-            hist0: Histogram::new(),
-            hist_rest: Default::default(),
+            sojourn0: SojournStats::default(),
+            sojourn_rest: Default::default(),
+            max_sampled_ns: [0; MAX_SUBQUEUES],
+            max_before_warmup_ns: [0; MAX_SUBQUEUES],
             sample_every,
             sample_countdown: sample_every,
             samples: vec![],
-            sojourn_max_ns: [0; MAX_SUBQUEUES],
             capture: None,
             timer_at: None,
             feedback: vec![],
@@ -431,15 +449,17 @@ impl QueueSlot {
         }
         let sojourn = w.start_ns - w.enq_ns;
         c.sojourn_sum_ns += sojourn;
-        self.sojourn_max_ns[sub] = self.sojourn_max_ns[sub].max(sojourn);
-        if sub < self.hist_subqueues as usize {
+        let histogram = sub < self.hist_subqueues as usize;
+        let stats = self.sojourn_mut(sub);
+        stats.max_ns = stats.max_ns.max(sojourn);
+        if histogram {
             match log {
                 Some((log, index)) if log.is_on() => {
-                    if let Some(run) = self.hist_mut(sub).record_run(sojourn) {
+                    if let Some(run) = stats.buckets.record_run(sojourn) {
                         log.push(index, w.subq, run);
                     }
                 }
-                _ => self.hist_mut(sub).record(sojourn),
+                _ => stats.buckets.record(sojourn),
             }
         }
         if self.sample_every > 0 {
@@ -453,19 +473,29 @@ impl QueueSlot {
     }
 
     #[inline(always)]
-    fn hist_mut(&mut self, sub: usize) -> &mut Histogram {
+    fn sojourn_mut(&mut self, sub: usize) -> &mut SojournStats {
         match sub {
-            0 => &mut self.hist0,
-            _ => &mut self.hist_rest[sub - 1],
+            0 => &mut self.sojourn0,
+            _ => &mut self.sojourn_rest[sub - 1],
         }
     }
 
     #[inline(always)]
-    fn hist(&self, sub: usize) -> &Histogram {
+    fn sojourn(&self, sub: usize) -> &SojournStats {
         match sub {
-            0 => &self.hist0,
-            _ => &self.hist_rest[sub - 1],
+            0 => &self.sojourn0,
+            _ => &self.sojourn_rest[sub - 1],
         }
+    }
+
+    /// Sub-queue `sub`'s largest sojourn since the last sample (a
+    /// time-series sample, `World::on_sample`), and the start of the next
+    /// interval. Warm-up may have ended within the interval: what came
+    /// before it counts here but not in the histogram's maximum.
+    pub fn take_sojourn_max(&mut self, sub: usize) -> u64 {
+        let since_warmup = std::mem::take(&mut self.sojourn_mut(sub).max_ns);
+        self.max_sampled_ns[sub] = self.max_sampled_ns[sub].max(since_warmup);
+        since_warmup.max(std::mem::take(&mut self.max_before_warmup_ns[sub]))
     }
 
     /// The transmitter's rate.
@@ -490,7 +520,7 @@ impl QueueSlot {
     /// Count the histograms' open sojourn runs (`Histogram::record_run`);
     /// with the log, before anything reads them (`World::start_due_transmissions`).
     pub fn settle_sojourn_runs(&mut self) {
-        (0..self.hist_subqueues as usize).for_each(|sub| self.hist_mut(sub).settle_run());
+        (0..self.hist_subqueues as usize).for_each(|sub| self.sojourn_mut(sub).buckets.settle_run());
     }
 
     /// Packets resident (waiting to be sent; not the one on the wire).
@@ -582,19 +612,33 @@ impl QueueSlot {
         Ok(())
     }
 
-    /// Start of the measurement window: remember counters, clear histograms.
+    /// Start of the measurement window: remember counters, clear histograms
+    /// (the interval's largest sojourn so far is kept for its sample).
     pub fn end_warmup(&mut self) {
         self.counters_at_warmup = self.counters.clone();
         self.busy_ns_at_warmup = self.busy_ns;
-        self.hist0.reset();
-        self.hist_rest.iter_mut().for_each(Histogram::reset);
+        for sub in 0..MAX_SUBQUEUES {
+            let stats = self.sojourn_mut(sub);
+            stats.buckets.reset();
+            let before = std::mem::take(&mut stats.max_ns);
+            self.max_before_warmup_ns[sub] = self.max_before_warmup_ns[sub].max(before);
+            self.max_sampled_ns[sub] = 0;
+        }
     }
 
     /// The sojourn histograms, one per sub-queue (empty when not recorded),
-    /// leaving empty ones behind.
+    /// leaving empty ones behind: the buckets, with the departures and the
+    /// sojourn sum since warm-up from the counters, and the largest sojourn
+    /// since warm-up.
     pub fn take_histograms(&mut self) -> Vec<Histogram> {
-        let n = self.hist_subqueues as usize;
-        std::iter::once(&mut self.hist0).chain(&mut self.hist_rest).take(n).map(std::mem::take).collect()
+        (0..self.hist_subqueues as usize)
+            .map(|sub| {
+                let (c, at) = (&self.counters[sub], &self.counters_at_warmup[sub]);
+                let (n, sum) = (c.departed_pkts - at.departed_pkts, (c.sojourn_sum_ns - at.sojourn_sum_ns) as u128);
+                let max = self.max_sampled_ns[sub].max(self.sojourn(sub).max_ns);
+                std::mem::take(&mut self.sojourn_mut(sub).buckets).into_histogram(n, sum, max)
+            })
+            .collect()
     }
 }
 

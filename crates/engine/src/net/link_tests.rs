@@ -14,17 +14,21 @@ fn fifo_link(limit_pkts: u64) -> Link {
 }
 
 /// The layout `QueueSlot` documents: what a packet touches lies in the
-/// first five cache lines (and the discipline's first line).
+/// first four cache lines (and the discipline's first line).
 #[test]
 fn the_hot_fields_share_the_first_cache_lines() {
     use std::mem::{offset_of, size_of};
     assert_eq!(offset_of!(Link, queue), 0);
     assert_eq!(offset_of!(QueueSlot, timer_at), 0);
     assert!(offset_of!(QueueSlot, tx_cache) + size_of::<(u32, u64, u64, u64)>() <= 128);
-    assert_eq!(offset_of!(QueueSlot, hist0), 128);
-    assert_eq!(size_of::<Histogram>(), 64);
-    assert!(offset_of!(QueueSlot, capture) < 256);
-    assert!(offset_of!(QueueSlot, tx_rate_bps) < 256 && offset_of!(QueueSlot, on_medium) < 64);
+    // The third line: the first sub-queue's sojourn statistics, the busy
+    // time, the data packets sent, the capture and the rate.
+    assert_eq!(offset_of!(QueueSlot, sojourn0), 128);
+    assert_eq!(size_of::<SojournStats>(), 32);
+    for field in [offset_of!(QueueSlot, busy_ns), offset_of!(QueueSlot, data_departed), offset_of!(QueueSlot, capture), offset_of!(QueueSlot, tx_rate_bps)] {
+        assert!((160..192).contains(&field), "{field}");
+    }
+    assert!(offset_of!(QueueSlot, on_medium) < 64);
     assert!(offset_of!(QueueSlot, link_random) < 64 && offset_of!(QueueSlot, notifies_sources) < 64);
     // Early hand-off's state and the transmission's end, read on every hop.
     for flag in [offset_of!(QueueSlot, hands_on_early), offset_of!(QueueSlot, sending), offset_of!(QueueSlot, tx_done_armed)] {
@@ -35,7 +39,7 @@ fn the_hot_fields_share_the_first_cache_lines() {
     // the wire: one line, not two.
     assert_eq!(offset_of!(QueueSlot, in_tx) % 64, 0);
     assert_eq!(size_of::<OnWire>(), 64);
-    assert_eq!(offset_of!(QueueSlot, counters), 256);
+    assert_eq!(offset_of!(QueueSlot, counters), 192);
     // A packet's arrival, departure, sojourn sum and mark (other than a
     // link's random mark) land in the first line of the first sub-queue's
     // counters, the last hot line.
@@ -98,4 +102,30 @@ fn a_waiting_ring_holding_one_record_at_a_time_keeps_it_in_one_slot() {
         let slot: *const Waiting = q.waiting.front().unwrap();
         assert_eq!(*first_slot.get_or_insert(slot), slot, "pair {i}: the waiting record went to another slot");
     }
+}
+
+/// The largest sojourn: a time-series sample reports its whole interval,
+/// warm-up's end inside it included, while the histogram's maximum counts
+/// only what left after warm-up (`QueueSlot::take_sojourn_max`).
+#[test]
+fn a_sample_across_warm_up_reports_its_whole_interval_the_histogram_does_not() {
+    let mut link = fifo_link(10);
+    let q = link.queue.as_mut().unwrap();
+    let mut flows = vec![FlowQueueCounters::default(); 2];
+    let mut pass = |q: &mut QueueSlot, arrive_ns: u64, start_ns: u64| {
+        assert!(q.arrive(arrive_ns, data(1, Ecn::NotEct), &mut flows));
+        q.start_tx(start_ns, &mut flows).expect("the wire is free");
+        q.finish_tx();
+    };
+    pass(q, 0, 5_000); // sojourn 5 µs, before warm-up ends
+    q.end_warmup();
+    pass(q, 6_000, 6_100); // 100 ns
+    assert_eq!(q.take_sojourn_max(0), 5_000);
+    pass(q, 7_000, 7_200); // 200 ns
+    pass(q, 8_000, 8_050); // 50 ns
+    assert_eq!(q.take_sojourn_max(0), 200);
+    pass(q, 9_000, 9_030); // 30 ns, in an interval not yet sampled
+    let h = q.take_histograms();
+    assert_eq!((h[0].count(), h[0].max()), (4, 200));
+    assert_eq!(h[0].mean(), (100 + 200 + 50 + 30) as f64 / 4.0);
 }

@@ -4,9 +4,9 @@
 //! bucket that depends on the sojourn: in a fat tree, with thousands of
 //! ports and consecutive hops at unrelated ones, that increment is a cache
 //! miss the hop waits for (the bucket array of a busy port spans kilobytes).
-//! With a log, a queue updates the histogram's count, sum and maximum at
-//! once (they share the queue's hot lines) and keeps the current run of
-//! equal buckets there too (`Histogram::record_run`: in D-1024 56 % of
+//! With a log, a queue updates the sojourn's count, sum and maximum at
+//! once (its counters and sojourn statistics, in its hot lines) and keeps
+//! the current run of equal buckets there too (`Buckets::record_run`: in D-1024 56 % of
 //! sojourns fall in the bucket of the queue's previous one, 52 % are zero).
 //! Only a run that ends is noted here, as (bucket, count); every few
 //! hundred entries the log is applied in order, prefetching a few entries

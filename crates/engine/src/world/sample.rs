@@ -52,7 +52,7 @@ impl World {
                 s.dropped_pkts.push(c.drops());
                 s.marked_pkts.push(c.marks());
                 s.sojourn_sum_ns.push(c.sojourn_sum_ns);
-                s.sojourn_max_ns.push(std::mem::take(&mut q.sojourn_max_ns[k]));
+                s.sojourn_max_ns.push(q.take_sojourn_max(k));
             }
             let pn = q.qdisc.probe_names();
             if !pn.is_empty() {
