@@ -45,16 +45,38 @@ use crate::sim::NS_PER_SEC;
 pub type SojournSample = (u64, u8, u32, u64);
 
 /// Departure lookahead: an accepted packet, already handed on, whose
-/// transmission has not started yet.
+/// transmission has not started yet. 32 bytes, two to a cache line: its
+/// transmission time is not kept, as waiting packets are sent back to
+/// back and it ends where the next one's starts, or the last one's at the
+/// queue's `free_at_ns` (`QueueSlot::start_due`). Debug builds keep it to
+/// check that.
 #[derive(Debug, Clone, Copy)]
 struct Waiting {
     start_ns: u64,
     enq_ns: u64,
-    tx_ns: u64,
     flow: u32,
     size_bytes: u32,
     subq: u8,
     data: bool,
+    #[cfg(debug_assertions)]
+    tx_ns: u64,
+}
+
+impl Waiting {
+    #[inline(always)]
+    fn of(pkt: &Packet, start_ns: u64, enq_ns: u64, tx_ns: u64) -> Self {
+        let _ = tx_ns; // kept in debug builds only
+        Waiting {
+            start_ns,
+            enq_ns,
+            flow: pkt.flow,
+            size_bytes: pkt.size_bytes,
+            subq: pkt.subq,
+            data: pkt.carries_payload(),
+            #[cfg(debug_assertions)]
+            tx_ns,
+        }
+    }
 }
 
 /// A sub-queue's sojourn statistics that every departure updates: the
@@ -422,24 +444,17 @@ impl QueueSlot {
             cap.record(now_ns, pkt);
         }
         let tx_ns = overhead_ns + self.tx_time(pkt.size_bytes + header_bytes, rate_bps);
-        self.record_start(&Waiting {
-            start_ns: now_ns,
-            enq_ns: pkt.enq_ns,
-            tx_ns,
-            flow: pkt.flow,
-            size_bytes: pkt.size_bytes,
-            subq: pkt.subq,
-            data: pkt.carries_payload(),
-        }, None);
+        let w = Waiting::of(pkt, now_ns, pkt.enq_ns, tx_ns);
+        self.record_start(&w, tx_ns, None);
         now_ns + tx_ns
     }
 
-    /// The bookkeeping of a transmission that starts: departure counters,
-    /// sojourn histogram and samples, busy time.
+    /// The bookkeeping of a transmission of `tx_ns` that starts: departure
+    /// counters, sojourn histogram and samples, busy time.
     /// `log`: the world's sojourn log and this queue's link index, where
     /// the histogram bucket is noted if the log is on (`net::sojourn_log`).
     #[inline(always)]
-    fn record_start(&mut self, w: &Waiting, log: Option<(&mut SojournLog, u32)>) {
+    fn record_start(&mut self, w: &Waiting, tx_ns: u64, log: Option<(&mut SojournLog, u32)>) {
         let sub = w.subq as usize;
         let c = &mut self.counters[sub];
         c.departed_pkts += 1;
@@ -469,7 +484,7 @@ impl QueueSlot {
                 self.samples.push((w.start_ns, w.subq, w.flow, sojourn));
             }
         }
-        self.busy_ns += w.tx_ns;
+        self.busy_ns += tx_ns;
     }
 
     #[inline(always)]

@@ -67,17 +67,9 @@ impl QueueSlot {
             cap.record(start_ns, pkt); // its dequeue time, known now (see the module docs)
         }
         self.free_at_ns = start_ns + tx_ns;
-        let w = Waiting {
-            start_ns,
-            enq_ns: now_ns,
-            tx_ns,
-            flow: pkt.flow,
-            size_bytes: pkt.size_bytes,
-            subq: pkt.subq,
-            data: pkt.carries_payload(),
-        };
+        let w = Waiting::of(pkt, start_ns, now_ns, tx_ns);
         if start_ns == now_ns {
-            self.record_start(&w, Some((log, index)));
+            self.record_start(&w, tx_ns, Some((log, index)));
         } else {
             self.waiting_bytes += w.size_bytes as u64;
             if self.waiting.is_empty() {
@@ -95,15 +87,21 @@ impl QueueSlot {
     pub fn start_due(&mut self, now_ns: u64, log: &mut SojournLog, index: u32) {
         while self.next_start_ns <= now_ns {
             let w = self.waiting.pop_front().expect("a front exists");
-            self.next_start_ns = match self.waiting.front() {
-                Some(n) => n.start_ns,
+            // Its transmission ends where the next one starts, or the last
+            // one's where the transmitter falls free (see `Waiting`).
+            let ends_ns;
+            (self.next_start_ns, ends_ns) = match self.waiting.front() {
+                Some(n) => (n.start_ns, n.start_ns),
                 None => {
                     self.waiting.rewind(); // emptied: reuse its first slots
-                    u64::MAX
+                    (u64::MAX, self.free_at_ns)
                 }
             };
+            let tx_ns = ends_ns - w.start_ns;
+            #[cfg(debug_assertions)]
+            debug_assert_eq!(tx_ns, w.tx_ns, "a waiting packet's transmission does not end where the next starts");
             self.waiting_bytes -= w.size_bytes as u64;
-            self.record_start(&w, Some((&mut *log, index)));
+            self.record_start(&w, tx_ns, Some((&mut *log, index)));
         }
     }
 
