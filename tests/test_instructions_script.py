@@ -87,3 +87,21 @@ def test_cache_misses_are_read_per_event_name_and_missing_trailing_events_count_
     # Every event --cache reports is one callgrind's cache simulation writes.
     assert set(ins.MISS_EVENTS) <= set(totals)
 
+
+
+def test_a_miss_event_is_charged_to_its_address_and_a_cost_line_may_end_early():
+    # --lines-by DLmr: the same positions, another column. A cost line may
+    # stop before the last events (they are 0), as callgrind writes them.
+    out = """\
+positions: instr
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 30 10 4 0 5 2 0 3 1
+
+ob=(1) /build/release/examples/runjson
+fn=(1) hot
+0x1000 10 4 1 0 2 0 0 1
++8 20 6 3 0 3 2 0 2 1
+"""
+    assert dict(ins.costs_by_address(out, "runjson", "DLmr")) == {0x1000: 1, 0x1008: 2}
+    assert dict(ins.costs_by_address(out, "runjson", "DLmw")) == {0x1008: 1}
+    assert dict(ins.costs_by_address(out, "runjson")) == {0x1000: 10, 0x1008: 20}

@@ -508,9 +508,9 @@ impl QueueSlot {
     /// interval. Warm-up may have ended within the interval: what came
     /// before it counts here but not in the histogram's maximum.
     pub fn take_sojourn_max(&mut self, sub: usize) -> u64 {
-        let since_warmup = std::mem::take(&mut self.sojourn_mut(sub).max_ns);
-        self.max_sampled_ns[sub] = self.max_sampled_ns[sub].max(since_warmup);
-        since_warmup.max(std::mem::take(&mut self.max_before_warmup_ns[sub]))
+        let since_last = std::mem::take(&mut self.sojourn_mut(sub).max_ns);
+        self.max_sampled_ns[sub] = self.max_sampled_ns[sub].max(since_last);
+        since_last.max(std::mem::take(&mut self.max_before_warmup_ns[sub]))
     }
 
     /// The transmitter's rate.
@@ -532,7 +532,7 @@ impl QueueSlot {
         self.departure_lookahead
     }
 
-    /// Count the histograms' open sojourn runs (`Histogram::record_run`);
+    /// Count the histograms' open sojourn runs (`Buckets::record_run`);
     /// with the log, before anything reads them (`World::start_due_transmissions`).
     pub fn settle_sojourn_runs(&mut self) {
         (0..self.hist_subqueues as usize).for_each(|sub| self.sojourn_mut(sub).buckets.settle_run());
