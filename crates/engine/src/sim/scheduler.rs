@@ -70,6 +70,14 @@ impl Event {
     }
 }
 
+/// The line of a [`Event::LineArrival`] entry, None for any other event or
+/// a vacant entry (whose code's kind, 15, is no event's).
+#[inline(always)]
+fn line_of(e: &Entry) -> Option<u32> {
+    let code = e.rest as u32;
+    (code >> 28 == Event::LineArrival(0).encode() >> 28).then_some(code & ((1 << 28) - 1))
+}
+
 /// Packet events: buckets of 8 ns, 8 192 of them (65.5 µs ahead); later
 /// packet events, on long delay lines, wait in a wheel of 65.5 µs buckets
 /// (67 ms ahead), and beyond that in a heap. A fat tree pops a few hundred
@@ -137,7 +145,11 @@ impl EventQueue {
         self.packets.splits_buckets()
     }
 
-    #[inline]
+    /// Inlined at every call site: most pass a known kind, which then picks
+    /// the wheel at compile time. Left to the compiler, it went out of line
+    /// once the wheel's push changed (stop 51), which cost A-10-ack1 about
+    /// 25 instructions a packet (docs/performance.md).
+    #[inline(always)]
     pub fn schedule(&mut self, time_ns: u64, event: Event) {
         let class = u64::from(!matches!(event, Event::LinkTxDone(_)));
         let seq = (self.next_seq & 0x7FFF_FFFF) as u64;
@@ -184,32 +196,20 @@ impl EventQueue {
         (e.time_ns, Event::decode(code))
     }
 
-    /// The packet event likely to run next, as a prefetch hint: the least
-    /// of the front slot and the packet wheel's top, ignoring timers.
-    /// Changes nothing.
+    /// The delay lines whose head arrivals are likely the next two packet
+    /// events, as prefetch hints: the least two of the front slot and the
+    /// packet wheel's sorted run, ignoring timers; None for an event of
+    /// another kind, and for the second when it is not at hand (the run's
+    /// second entry is still in a bucket). Changes nothing.
     #[inline]
-    pub fn peek_packet_event(&self) -> Option<Event> {
-        let best = match self.packets.peek_next() {
-            Some(t) if t.before(&self.front) => t,
-            _ => &self.front,
-        };
-        (!best.is_vacant()).then(|| Event::decode(best.rest as u32))
-    }
-
-    /// The packet event likely to run after [`Self::peek_packet_event`]'s,
-    /// as a prefetch hint (None when it is not at hand). Changes nothing.
-    #[inline]
-    pub fn peek_second_packet_event(&self) -> Option<Event> {
-        let (first, second) = (self.packets.peek_next()?, self.packets.peek_second());
-        let after = if first.before(&self.front) {
-            match second {
-                Some(s) if s.before(&self.front) => s,
-                _ => &self.front,
-            }
-        } else {
-            first
-        };
-        (!after.is_vacant()).then(|| Event::decode(after.rest as u32))
+    pub fn peek_line_arrivals(&self) -> (Option<u32>, Option<u32>) {
+        let (first, second) = (self.packets.top(), self.packets.second());
+        // With the wheel empty (`first` vacant), the front slot's event is
+        // next and none is at hand after it.
+        if !first.before(&self.front) {
+            return (line_of(&self.front), line_of(first));
+        }
+        (line_of(first), line_of(if second.before(&self.front) { second } else { &self.front }))
     }
 
     /// The earliest event, or None when nothing is pending.
@@ -242,7 +242,7 @@ impl EventQueue {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.front.is_vacant() && self.packets.is_empty() && self.timers.is_empty()
     }
 }
 

@@ -41,13 +41,13 @@ pub(super) struct Wheel<const SHIFT: u32, const BUCKETS: usize, const WORDS: usi
     /// One bit per word of `occupied`: set iff the word is not zero, so the
     /// next occupied bucket is found in two steps however far it is.
     occupied_words: u128,
-    /// The lists' storage: slot `s` holds `entries[s]`, linked to the next
-    /// slot of its bucket by `next[s]`. Freed slots are chained from `free`
-    /// and reused, so steady state allocates nothing.
-    entries: Vec<Entry>,
-    next: Vec<u32>,
+    /// The lists' storage: slot `s` holds an entry and the next slot of its
+    /// bucket, side by side (one bounds check and one line per slot). Freed
+    /// slots are chained from `free` and reused, so steady state allocates
+    /// nothing. Whether the ring holds entries is `occupied_words != 0`; no
+    /// count is kept on the way in and out.
+    slots: Vec<Slot>,
     free: u32,
-    in_ring: usize,
     overflow: B,
     /// How buckets are sorted when poured (`pour`), decided from the last
     /// `POURS_PER_CHOICE` pours: split by time first if they held more
@@ -67,10 +67,8 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Defa
             heads: vec![NIL; BUCKETS].into_boxed_slice().try_into().expect("BUCKETS heads"),
             occupied: vec![0; WORDS].into_boxed_slice().try_into().expect("WORDS words"),
             occupied_words: 0,
-            entries: Vec::new(),
-            next: Vec::new(),
+            slots: Vec::new(),
             free: NIL,
-            in_ring: 0,
             overflow: B::default(),
             crowded: false,
             pours_left: POURS_PER_CHOICE,
@@ -87,7 +85,7 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
     #[inline]
     pub(super) fn push(&mut self, e: Entry) {
         self.place(e);
-        if self.near.v.is_empty() {
+        if self.near.is_empty() {
             self.refill();
         }
     }
@@ -103,16 +101,15 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         self.heads[b] = if self.free == NIL {
             self.grow(e, next)
         } else {
-            let s = self.free as usize;
-            self.free = self.next[s];
-            self.entries[s] = e;
-            self.next[s] = next;
-            s as u32
+            let s = self.free;
+            let slot = &mut self.slots[s as usize];
+            self.free = slot.next;
+            *slot = Slot { e, next };
+            s
         };
         let w = (b >> 6) & (WORDS - 1);
         self.occupied[w] |= 1 << (b & 63);
         self.occupied_words |= 1 << w;
-        self.in_ring += 1;
     }
 
     /// Before the horizon (into the current bucket's run) or beyond the
@@ -128,15 +125,20 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
 
     #[inline(never)]
     fn grow(&mut self, e: Entry, next: u32) -> u32 {
-        self.entries.push(e);
-        self.next.push(next);
-        (self.entries.len() - 1) as u32
+        self.slots.push(Slot { e, next });
+        (self.slots.len() - 1) as u32
     }
 
+    /// Pour the next occupied bucket into the empty `near`, pulling in what
+    /// the overflow holds as the ring's reach passes it; nothing if the
+    /// wheel is empty.
     #[inline(never)]
     fn refill(&mut self) {
-        while self.near.v.is_empty() {
-            if self.in_ring == 0 {
+        while self.near.is_empty() {
+            if self.occupied_words == 0 {
+                if self.overflow.is_empty() {
+                    return;
+                }
                 // Nothing within reach: jump whole (empty) buckets to the
                 // overflow's least entry. Until it pops, an entry scheduled
                 // before it goes into `near` by insertion; moving the horizon
@@ -161,7 +163,7 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         }
     }
 
-    /// Buckets from the cursor to the first occupied one (`in_ring > 0`).
+    /// Buckets from the cursor to the first occupied one (the ring holds entries).
     fn distance_to_occupied(&self) -> usize {
         let first = (self.cursor >> 6) & (WORDS - 1);
         let here = self.occupied[first] & (!0u64 << (self.cursor & 63));
@@ -172,7 +174,7 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         // wrapping round (which may be the cursor's own, below the cursor).
         let after = self.occupied_words & ((!0u128 << first) << 1);
         let words = if after != 0 { after } else { self.occupied_words };
-        debug_assert!(words != 0, "in_ring counts entries no bucket holds");
+        debug_assert!(words != 0, "no bucket of the ring is occupied");
         let w = words.trailing_zeros() as usize & (WORDS - 1);
         let b = w << 6 | self.occupied[w].trailing_zeros() as usize;
         b.wrapping_sub(self.cursor) & Self::MASK
@@ -191,11 +193,10 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
             // Wider buckets (timers, the packet wheel's overflow) are never
             // split: their sub-bins would not be single instants, and a
             // thousand timers in one would make the insertion sorts quadratic.
-            self.in_ring -= self.pour_whole(head);
+            self.pour_whole(head);
             return;
         }
         let n = if self.crowded { self.pour_split(head) } else { self.pour_whole(head) };
-        self.in_ring -= n;
         self.poured += n as u32;
         self.pours_left -= 1;
         if self.pours_left == 0 {
@@ -210,13 +211,13 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
     fn pour_whole(&mut self, head: u32) -> usize {
         let mut s = head;
         while s != NIL {
-            let i = s as usize;
-            self.near.v.push(self.entries[i]);
-            s = std::mem::replace(&mut self.next[i], self.free);
-            self.free = i as u32;
+            let slot = &mut self.slots[s as usize];
+            self.near.v.push(slot.e);
+            let freed = std::mem::replace(&mut self.free, s);
+            s = std::mem::replace(&mut slot.next, freed);
         }
         self.near.sort();
-        self.near.v.len()
+        self.near.len()
     }
 
     /// Many entries per bucket (a fat tree of 1 024 hosts pours about 22
@@ -235,26 +236,27 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         let mut n = 0;
         let mut s = head;
         while s != NIL {
-            let i = s as usize;
-            let next = self.next[i];
-            let k = (self.entries[i].time_ns.wrapping_sub(self.horizon_ns) >> sub_shift) as usize & (SUB_BINS - 1);
-            self.next[i] = sub[k];
+            let slot = &mut self.slots[s as usize];
+            let next = slot.next;
+            let k = (slot.e.time_ns.wrapping_sub(self.horizon_ns) >> sub_shift) as usize & (SUB_BINS - 1);
+            slot.next = sub[k];
             sub[k] = s;
             n += 1;
             s = next;
         }
+        // Above the sentinel, which stays at index 0.
         let run = &mut self.near.v;
-        run.resize(n, EMPTY);
-        let mut at = n;
+        run.resize(n + 1, EMPTY);
+        let mut at = n + 1;
         for first in sub {
             let end = at;
             let mut s = first;
             while s != NIL {
-                let i = s as usize;
+                let slot = &mut self.slots[s as usize];
                 at -= 1;
-                run[at] = self.entries[i];
-                s = std::mem::replace(&mut self.next[i], self.free);
-                self.free = i as u32;
+                run[at] = slot.e;
+                let freed = std::mem::replace(&mut self.free, s);
+                s = std::mem::replace(&mut slot.next, freed);
             }
             insertion_sort_latest_first(&mut run[at..end]);
         }
@@ -277,31 +279,25 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
     /// The least entry, or `EMPTY`.
     #[inline]
     pub(super) fn top(&self) -> &Entry {
-        self.near.v.last().unwrap_or(&EMPTY)
+        self.near.last()
     }
 
     /// Hand out the least entry (the wheel is not empty). If that empties
     /// `near`, the next bucket is poured at once.
     #[inline]
     pub(super) fn take_top(&mut self) -> Entry {
-        let e = self.near.v.pop().expect("take_top of an empty wheel");
-        if self.near.v.is_empty() && self.in_ring + self.overflow.len() > 0 {
+        let e = self.near.pop();
+        if self.near.is_empty() {
             self.refill();
         }
         e
     }
 
-    /// The next least entry (a prefetch hint).
+    /// The least entry after [`Self::top`]'s if it is already in the sorted
+    /// run, else `EMPTY` (a prefetch hint).
     #[inline]
-    pub(super) fn peek_next(&self) -> Option<&Entry> {
-        self.near.v.last()
-    }
-
-    /// The least entry after [`Self::peek_next`]'s, if it is already in the
-    /// sorted run (a prefetch hint; None when the run holds one entry).
-    #[inline]
-    pub(super) fn peek_second(&self) -> Option<&Entry> {
-        self.near.v.len().checked_sub(2).map(|i| &self.near.v[i])
+    pub(super) fn second(&self) -> &Entry {
+        self.near.second()
     }
 
     /// Whether poured buckets are split by time (`pour`).
@@ -310,9 +306,30 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         self.crowded
     }
 
+    /// Counts the ring's lists: for tests and checks, not the hot path.
     pub(super) fn len(&self) -> usize {
-        self.near.v.len() + self.in_ring + self.overflow.len()
+        let mut in_ring = 0;
+        for &head in self.heads.iter() {
+            let mut s = head;
+            while s != NIL {
+                in_ring += 1;
+                s = self.slots[s as usize].next;
+            }
+        }
+        self.near.len() + in_ring + self.overflow.len()
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.near.is_empty() && self.occupied_words == 0 && self.overflow.is_empty()
+    }
+}
+
+/// A slot of a bucket's list.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    e: Entry,
+    /// The next slot of the same bucket (or of the free list), `NIL` at the end.
+    next: u32,
 }
 
 /// The entries before the horizon, sorted latest first, so that the least
@@ -320,21 +337,71 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
 /// 8 ns bucket on average, D-1024 about 22), so sorting them once costs
 /// less than a heap's sift per pop; an entry scheduled into the current
 /// bucket is inserted in place.
-#[derive(Debug, Default)]
+///
+/// `v[0]` is always `EMPTY`, a sentinel later than every entry (so neither
+/// sorting nor inserting moves it): the least entry is the last element
+/// whether or not the run holds any, a single load where an empty run would
+/// need a test on every look at the top (several per event).
+#[derive(Debug)]
 struct Run {
     v: Vec<Entry>,
 }
 
+impl Default for Run {
+    fn default() -> Self {
+        Run { v: vec![EMPTY] }
+    }
+}
+
 impl Run {
     #[inline]
+    fn len(&self) -> usize {
+        self.v.len() - 1
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.v.len() == 1
+    }
+
+    /// The least entry, or the sentinel `EMPTY`.
+    #[inline]
+    fn last(&self) -> &Entry {
+        debug_assert!(!self.v.is_empty() && self.v[0].is_vacant(), "the run's sentinel moved");
+        // SAFETY: `v` starts with the sentinel (`default`), which `pop`
+        // never removes and `sort` and `push` never move, so it is never
+        // empty and `len − 1` is in bounds. A checked index here kept a
+        // panic path in the event loop's pop, several times per event.
+        unsafe { self.v.get_unchecked(self.v.len() - 1) }
+    }
+
+    /// The entry after the least, or `EMPTY` (the sentinel itself when the
+    /// run holds one entry).
+    #[inline]
+    fn second(&self) -> &Entry {
+        self.v.get(self.v.len().wrapping_sub(2)).unwrap_or(&EMPTY)
+    }
+
+    /// Remove the least entry (the run is not empty).
+    #[inline]
+    fn pop(&mut self) -> Entry {
+        let n = self.v.len();
+        assert!(n > 1, "take_top of an empty wheel");
+        let e = self.v[n - 1];
+        self.v.truncate(n - 1);
+        e
+    }
+
+    #[inline]
     fn push(&mut self, e: Entry) {
-        // Later entries first: `e` goes after every entry later than it.
+        // Later entries first: `e` goes after every entry later than it
+        // (the sentinel included).
         let at = self.v.partition_point(|x| e.before(x));
         self.v.insert(at, e);
     }
 
     fn sort(&mut self) {
-        self.v.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
+        self.v[1..].sort_unstable_by(|a, b| b.key().cmp(&a.key()));
     }
 }
 
@@ -374,6 +441,7 @@ pub(super) trait Beyond: Default {
     /// Remove the least entry (not empty).
     fn take_least(&mut self) -> Entry;
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool;
 }
 
 impl Beyond for Heap {
@@ -394,6 +462,10 @@ impl Beyond for Heap {
     fn len(&self) -> usize {
         Heap::len(self)
     }
+
+    fn is_empty(&self) -> bool {
+        Heap::len(self) == 0
+    }
 }
 
 impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Beyond for Wheel<SHIFT, BUCKETS, WORDS, B> {
@@ -411,5 +483,9 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Beyo
 
     fn len(&self) -> usize {
         Wheel::len(self)
+    }
+
+    fn is_empty(&self) -> bool {
+        Wheel::is_empty(self)
     }
 }

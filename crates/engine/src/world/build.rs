@@ -54,7 +54,7 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
-        w.prefetch_events = s.engine.prefetch;
+        w.prefetch_events = s.engine.prefetch && w.links.len() >= super::event_loop::PREFETCH_EVENTS_MIN_LINKS;
         w.sojourn_log = SojournLog::new(s.engine.prefetch && w.links.len() >= super::event_loop::SOJOURN_LOG_MIN_LINKS);
         if let Some(pc) = &s.metrics.pcap {
             let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {

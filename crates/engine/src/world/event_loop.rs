@@ -12,6 +12,13 @@ const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 /// and larger; a dumbbell's few histograms stay in the L1 cache.
 pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
 
+/// Topologies with this many links prefetch the state of the next packet
+/// events (`prefetch_next_event`): D (768 links) gains about 1.1 × in wall
+/// time. A dumbbell's few lines and queues stay in the L1 cache, where the
+/// hints only cost their instructions (A-10-ack1: 29 a packet, 2.4 %, since
+/// stop 51's peek at two events; docs/performance.md).
+pub(super) const PREFETCH_EVENTS_MIN_LINKS: usize = 64;
+
 /// Topologies with this many queues hand packets on early (`net::link`,
 /// unless `engine.early_hand_off` says otherwise): in a k = 4 fat tree
 /// (96 queues) and larger most queues idle between packets, and two hops in
@@ -184,23 +191,25 @@ impl World {
     /// In a fat tree a hop waits on memory: the line's head packet, the
     /// next queue's hot lines and the header of the line after it, each in
     /// a different place. The event likely to run next is known
-    /// (`EventQueue::peek_packet_event`): start loading its head packet,
+    /// (`EventQueue::peek_line_arrivals`): start loading its head packet,
     /// queue and next line now, so they arrive while this event runs.
     /// Once only for link tables larger than L2 (in D, 768 links, it did not
     /// help while a heap ordered the events); since the timing wheels it
-    /// gains D about 1.1 and costs a dumbbell nothing measurable, so it is
-    /// on for every topology (docs/performance.md).
+    /// gains D about 1.1. It was on for every topology from stop 30 to stop
+    /// 50 (no wall-time cost measurable on a dumbbell), and is on from
+    /// `PREFETCH_EVENTS_MIN_LINKS` links since (docs/performance.md).
     #[inline(always)]
     fn prefetch_next_event(&self) {
         if !self.prefetch_events {
             return;
         }
+        let (next, after) = self.events.peek_line_arrivals();
         // Two deep: the line of the event after next, whose head and queue
         // this step can then find without waiting for the line itself.
-        if let Some(Event::LineArrival(d)) = self.events.peek_second_packet_event() {
+        if let Some(d) = after {
             prefetch(&self.lines[d as usize]);
         }
-        if let Some(Event::LineArrival(d)) = self.events.peek_packet_event() {
+        if let Some(d) = next {
             let line = &self.lines[d as usize];
             if let Some(head) = line.head_slot() {
                 prefetch(head);
