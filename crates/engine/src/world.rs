@@ -74,7 +74,7 @@ pub struct World {
     lookahead: bool,
     /// `engine.prefetch`, and the flow table is the prefetched kind (see `prefetch_flows_behind`).
     prefetch_flows: bool,
-    /// `engine.prefetch` (see `prefetch_next_event`).
+    /// `engine.prefetch` from `MEMORY_SHORTCUTS_MIN_LINKS` links on (see `prefetch_next_event`).
     prefetch_events: bool,
     /// Deferred histogram buckets (`net::sojourn_log`), on where many queues
     /// share the caches.

@@ -54,8 +54,9 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
-        w.prefetch_events = s.engine.prefetch && w.links.len() >= super::event_loop::PREFETCH_EVENTS_MIN_LINKS;
-        w.sojourn_log = SojournLog::new(s.engine.prefetch && w.links.len() >= super::event_loop::SOJOURN_LOG_MIN_LINKS);
+        let shortcuts = s.engine.prefetch && w.links.len() >= super::event_loop::MEMORY_SHORTCUTS_MIN_LINKS;
+        w.prefetch_events = shortcuts;
+        w.sojourn_log = SojournLog::new(shortcuts);
         if let Some(pc) = &s.metrics.pcap {
             let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {
                 let some: Vec<&str> = w.links.iter().filter(|l| l.report).take(3).map(|l| l.name.as_str()).collect();

@@ -7,17 +7,14 @@ use super::*;
 /// x86 CPUs) are prefetched; smaller ones mostly hit in L2 already.
 const PREFETCH_MIN_FLOWS: usize = (1 << 20) / std::mem::size_of::<Flow>();
 
-/// Topologies with this many links log their sojourn-histogram buckets and
-/// apply them in batches (`net::sojourn_log`): a k = 4 fat tree (96 links)
-/// and larger; a dumbbell's few histograms stay in the L1 cache.
-pub(super) const SOJOURN_LOG_MIN_LINKS: usize = 64;
-
-/// Topologies with this many links prefetch the state of the next packet
-/// events (`prefetch_next_event`): D (768 links) gains about 1.1 × in wall
-/// time. A dumbbell's few lines and queues stay in the L1 cache, where the
-/// hints only cost their instructions (A-10-ack1: 29 a packet, 2.4 %, since
-/// stop 51's peek at two events; docs/performance.md).
-pub(super) const PREFETCH_EVENTS_MIN_LINKS: usize = 64;
+/// Topologies with this many links (a k = 4 fat tree has 96) take the
+/// memory-level shortcuts of `engine.prefetch`: the next packet events'
+/// state is prefetched (`prefetch_next_event`; D, 768 links, gains about
+/// 1.1 × in wall time) and sojourn-histogram buckets are logged and applied
+/// in batches (`net::sojourn_log`). A dumbbell's few lines, queues and
+/// histograms stay in the L1 cache, where both would only cost their
+/// instructions (the prefetch: 29 a packet of A-10-ack1, docs/performance.md).
+pub(super) const MEMORY_SHORTCUTS_MIN_LINKS: usize = 64;
 
 /// Topologies with this many queues hand packets on early (`net::link`,
 /// unless `engine.early_hand_off` says otherwise): in a k = 4 fat tree
@@ -193,11 +190,7 @@ impl World {
     /// a different place. The event likely to run next is known
     /// (`EventQueue::peek_line_arrivals`): start loading its head packet,
     /// queue and next line now, so they arrive while this event runs.
-    /// Once only for link tables larger than L2 (in D, 768 links, it did not
-    /// help while a heap ordered the events); since the timing wheels it
-    /// gains D about 1.1. It was on for every topology from stop 30 to stop
-    /// 50 (no wall-time cost measurable on a dumbbell), and is on from
-    /// `PREFETCH_EVENTS_MIN_LINKS` links since (docs/performance.md).
+    /// On from `MEMORY_SHORTCUTS_MIN_LINKS` links.
     #[inline(always)]
     fn prefetch_next_event(&self) {
         if !self.prefetch_events {
