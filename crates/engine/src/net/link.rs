@@ -38,8 +38,8 @@ use super::sojourn_log::SojournLog;
 use crate::metrics::histogram::{Buckets, Histogram};
 use crate::packet::Packet;
 use crate::sim::ring::Ring;
+use crate::sim::serialiser::Serialiser;
 use crate::sim::rng::SimRng;
-use crate::sim::NS_PER_SEC;
 
 /// Raw sojourn sample: (dequeue time, sub-queue, flow, sojourn).
 pub type SojournSample = (u64, u8, u32, u64);
@@ -146,26 +146,23 @@ pub struct QueueSlot {
     /// packet. Early hand-off: when the transmission on the wire ends.
     free_at_ns: u64,
     waiting_bytes: u64,
-    /// Remainder of bits·1e9 / rate, so the long-run rate is exact.
-    tx_carry: u64,
+    /// The transmitter's rate and the remainder its frames carry: here, a
+    /// hop reads them with the queue's other hot fields, not from a line of
+    /// their own (`Link::set_rate_bps`).
+    tx: Serialiser,
     /// Departure lookahead: accepted packets not yet started, oldest first.
     waiting: Ring<Waiting>,
-    /// (size, rate, bits·1e9 / rate, remainder) of the last packet size seen:
-    /// saves a division per packet when sizes repeat.
-    tx_cache: (u32, u64, u64, u64),
-    // --- the third line: the first sub-queue's sojourn statistics, the
-    // transmitter's totals and rate ---
-    sojourn0: SojournStats,
+    /// The transmitter's totals.
     pub busy_ns: u64,
     /// Data-direction packets sent (the benchmark's "bottleneck packets").
     pub data_departed: u64,
+    // --- the third line: the first sub-queue's sojourn statistics, the
+    // capture, then the first sub-queue's counters (what every packet
+    // updates ends in the fourth line; the drops reach into the fifth), then the
+    // discipline ---
+    sojourn0: SojournStats,
     /// Packet capture (`[metrics] pcap`) of this queue; None: off.
     pub capture: Option<Box<crate::metrics::pcap::PcapRecorder>>,
-    /// The transmitter's rate: here, a hop reads it with the queue's other
-    /// hot fields, not from a line of its own (`Link::set_rate_bps`).
-    tx_rate_bps: u64,
-    // --- the first sub-queue's counters (what every packet updates in the
-    // fourth line, the drops in the fifth), then the discipline ---
     pub counters: [SubqueueCounters; MAX_SUBQUEUES],
     pub qdisc: AnyQdisc,
     /// The packet on the wire (queues without departure lookahead, unless
@@ -289,7 +286,7 @@ impl Link {
 
     /// A new transmitter rate from now on (`rate_schedule`).
     pub fn set_rate_bps(&mut self, rate_bps: u64) {
-        self.queue.as_mut().expect("only links with a queue have a rate").tx_rate_bps = rate_bps;
+        self.queue.as_mut().expect("only links with a queue have a rate").tx.set_rate_bps(rate_bps);
     }
 
     /// The shared medium this link sends on, if any.
@@ -317,11 +314,9 @@ impl Link {
             counters: Default::default(),
             counters_at_warmup: Default::default(),
             in_tx: OnWire(None),
-            tx_carry: 0,
-            tx_cache: (0, 0, 0, 0),
+            tx: Serialiser::new(rate_bps),
             busy_ns: 0,
             busy_ns_at_warmup: 0,
-            tx_rate_bps: rate_bps,
             data_departed: 0,
             hist_subqueues: if histograms { nsub as u8 } else { 0 },
             on_medium: self.medium.is_some(),
@@ -412,17 +407,16 @@ impl QueueSlot {
     /// link's rate. Returns when transmission ends, or None if nothing to send.
     #[inline]
     pub fn start_tx(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) -> Option<u64> {
-        self.start_tx_airtime(now_ns, self.tx_rate_bps, 0, 0, flow_counters)
+        self.start_tx_airtime(now_ns, 0, 0, flow_counters)
     }
 
     /// As [`Self::start_tx`], on a shared medium (`net::medium`) too: the
-    /// packet goes out as a frame of `header_bytes` more at `rate_bps` plus
+    /// packet goes out as a frame of `header_bytes` more at the link's rate plus
     /// `overhead_ns` of airtime (both 0 on a wire). Returns when it ends.
     #[inline(always)]
     pub fn start_tx_airtime(
         &mut self,
         now_ns: u64,
-        rate_bps: u64,
         header_bytes: u32,
         overhead_ns: u64,
         flow_counters: &mut [FlowQueueCounters],
@@ -430,7 +424,7 @@ impl QueueSlot {
         debug_assert!(self.in_tx.0.is_none());
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         let pkt = qdisc.dequeue(&mut ctx)?;
-        let done = self.begin_tx(now_ns, &pkt, rate_bps, header_bytes, overhead_ns);
+        let done = self.begin_tx(now_ns, &pkt, header_bytes, overhead_ns);
         self.in_tx.0 = Some(pkt);
         Some(done)
     }
@@ -439,11 +433,11 @@ impl QueueSlot {
     /// `now_ns`: its capture, its duration and the departure bookkeeping.
     /// Returns when it ends.
     #[inline(always)]
-    fn begin_tx(&mut self, now_ns: u64, pkt: &Packet, rate_bps: u64, header_bytes: u32, overhead_ns: u64) -> u64 {
+    fn begin_tx(&mut self, now_ns: u64, pkt: &Packet, header_bytes: u32, overhead_ns: u64) -> u64 {
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
             cap.record(now_ns, pkt);
         }
-        let tx_ns = overhead_ns + self.tx_time(pkt.size_bytes + header_bytes, rate_bps);
+        let tx_ns = overhead_ns + self.tx.frame_ns(pkt.size_bytes + header_bytes);
         let w = Waiting::of(pkt, now_ns, pkt.enq_ns, tx_ns);
         self.record_start(&w, tx_ns, None);
         now_ns + tx_ns
@@ -459,9 +453,8 @@ impl QueueSlot {
         let c = &mut self.counters[sub];
         c.departed_pkts += 1;
         c.departed_bytes += w.size_bytes as u64;
-        if w.data {
-            self.data_departed += 1;
-        }
+        // Not a branch: data and ACKs alternate at many ports.
+        self.data_departed += w.data as u64;
         let sojourn = w.start_ns - w.enq_ns;
         c.sojourn_sum_ns += sojourn;
         let histogram = sub < self.hist_subqueues as usize;
@@ -516,7 +509,7 @@ impl QueueSlot {
     /// The transmitter's rate.
     #[inline(always)]
     pub fn tx_rate_bps(&self) -> u64 {
-        self.tx_rate_bps
+        self.tx.rate_bps()
     }
 
     /// The link sends on a shared medium (see `Link::medium`).
@@ -553,26 +546,6 @@ impl QueueSlot {
             self.waiting.iter().filter(|w| w.subq as usize == sub).count()
         } else {
             self.qdisc.subqueue_len_pkts(sub)
-        }
-    }
-
-    /// Serialisation time with the remainder carried, so the long-run rate is
-    /// exact: floor((bits·1e9 + carry) / rate).
-    #[inline]
-    fn tx_time(&mut self, size: u32, rate_bps: u64) -> u64 {
-        if self.tx_cache.0 != size || self.tx_cache.1 != rate_bps {
-            let num = size as u64 * 8 * NS_PER_SEC;
-            self.tx_cache = (size, rate_bps, num / rate_bps, num % rate_bps);
-        }
-        let (_, _, q, r) = self.tx_cache;
-        // r + carry < 2·rate, so one conditional subtraction replaces the division.
-        let rem = r + self.tx_carry;
-        if rem >= rate_bps {
-            self.tx_carry = rem - rate_bps;
-            q + 1
-        } else {
-            self.tx_carry = rem;
-            q
         }
     }
 

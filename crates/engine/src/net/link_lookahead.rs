@@ -61,7 +61,7 @@ impl QueueSlot {
         }
         // Transmissions run back to back in arrival order, so this packet
         // starts when the last accepted one ends (or now, if that is past).
-        let tx_ns = self.tx_time(pkt.size_bytes, self.tx_rate_bps);
+        let tx_ns = self.tx.frame_ns(pkt.size_bytes);
         let start_ns = self.free_at_ns.max(now_ns);
         if let Some(cap) = self.capture.as_deref_mut().filter(|c| !c.at_enqueue) {
             cap.record(start_ns, pkt); // its dequeue time, known now (see the module docs)
@@ -130,7 +130,7 @@ impl QueueSlot {
         }
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         let pkt = qdisc.classify_and_pass_through(pkt, &mut ctx)?;
-        let done = self.begin_tx(now_ns, &pkt, self.tx_rate_bps, 0, 0);
+        let done = self.begin_tx(now_ns, &pkt, 0, 0);
         self.sending_until(done);
         Some((pkt, done))
     }

@@ -20,14 +20,15 @@ fn the_hot_fields_share_the_first_cache_lines() {
     use std::mem::{offset_of, size_of};
     assert_eq!(offset_of!(Link, queue), 0);
     assert_eq!(offset_of!(QueueSlot, timer_at), 0);
-    assert!(offset_of!(QueueSlot, tx_cache) + size_of::<(u32, u64, u64, u64)>() <= 128);
-    // The third line: the first sub-queue's sojourn statistics, the busy
-    // time, the data packets sent, the capture and the rate.
+    // The transmitter (rate and carry) and its totals.
+    for field in [offset_of!(QueueSlot, tx), offset_of!(QueueSlot, busy_ns), offset_of!(QueueSlot, data_departed)] {
+        assert!(field + 8 <= 128, "{field}");
+    }
+    assert!(offset_of!(QueueSlot, tx) + size_of::<Serialiser>() <= 128);
+    // The third line: the first sub-queue's sojourn statistics and the capture.
     assert_eq!(offset_of!(QueueSlot, sojourn0), 128);
     assert_eq!(size_of::<SojournStats>(), 32);
-    for field in [offset_of!(QueueSlot, busy_ns), offset_of!(QueueSlot, data_departed), offset_of!(QueueSlot, capture), offset_of!(QueueSlot, tx_rate_bps)] {
-        assert!((160..192).contains(&field), "{field}");
-    }
+    assert!((160..192).contains(&offset_of!(QueueSlot, capture)));
     assert!(offset_of!(QueueSlot, on_medium) < 64);
     assert!(offset_of!(QueueSlot, link_random) < 64 && offset_of!(QueueSlot, notifies_sources) < 64);
     // Early hand-off's state and the transmission's end, read on every hop.
@@ -39,13 +40,13 @@ fn the_hot_fields_share_the_first_cache_lines() {
     // the wire: one line, not two.
     assert_eq!(offset_of!(QueueSlot, in_tx) % 64, 0);
     assert_eq!(size_of::<OnWire>(), 64);
-    assert_eq!(offset_of!(QueueSlot, counters), 192);
     // A packet's arrival, departure, sojourn sum and mark (other than a
-    // link's random mark) land in the first line of the first sub-queue's
-    // counters, the last hot line.
-    assert_eq!(offset_of!(QueueSlot, counters) + 64, HOT_BYTES);
-    assert!(offset_of!(SubqueueCounters, sojourn_sum_ns) + 8 <= 64);
-    assert!(offset_of!(SubqueueCounters, marked_pkts) + 8 * (MarkReason::Coupled as usize + 1) <= 64);
+    // link's random mark) land in the first sub-queue's counters, which
+    // start in the third line and end in the fourth, the last hot one.
+    let counters = offset_of!(QueueSlot, counters);
+    assert!((128..192).contains(&counters), "{counters}");
+    assert!(counters + offset_of!(SubqueueCounters, sojourn_sum_ns) + 8 <= HOT_BYTES);
+    assert!(counters + offset_of!(SubqueueCounters, marked_pkts) + 8 * (MarkReason::Coupled as usize + 1) <= HOT_BYTES);
     // Waiting records two to a line (debug builds add the checked transmission time).
     assert_eq!(size_of::<Waiting>() - if cfg!(debug_assertions) { 8 } else { 0 }, 32);
     // Every link of a table starts on a line, so the four are four.

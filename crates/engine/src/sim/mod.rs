@@ -8,6 +8,7 @@ pub mod prefetch;
 pub mod ring;
 pub mod rng;
 pub mod scheduler;
+pub mod serialiser;
 pub mod units;
 mod wheel;
 

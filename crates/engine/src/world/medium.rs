@@ -32,7 +32,7 @@ impl World {
             if q.qdisc.len_pkts() == 0 {
                 continue;
             }
-            if let Some(done) = q.start_tx_airtime(now, q.tx_rate_bps(), header_bytes, overhead_ns, &mut self.flow_counters) {
+            if let Some(done) = q.start_tx_airtime(now, header_bytes, overhead_ns, &mut self.flow_counters) {
                 self.mediums[m as usize].busy = Some(d);
                 self.events.schedule(done, Event::LinkTxDone(l));
                 return;
