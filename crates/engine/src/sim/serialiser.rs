@@ -8,12 +8,13 @@
 //!
 //! Why not divide per frame: a 64-bit division costs tens of cycles, and the
 //! cache of the last frame size that replaced it missed at every port where
-//! data packets and ACKs alternate. In a fat tree (bench scenario D) that
-//! cache's test was a coin flip, 0.40 mispredicted branches per packet-hop
-//! (callgrind's branch simulation, docs/performance.md). So the rate's
-//! reciprocal is computed once per rate (`floor((2⁶⁴ − 1) / rate)`), and a
-//! frame costs a 64 × 64-bit multiplication, one multiply-subtract and one
-//! select, with no branch on the data.
+//! data packets and ACKs alternate. In a fat tree (bench scenario D) it
+//! missed on a third of the packet-hops, and its test cost 0.40
+//! mispredicted branches per hop (callgrind's branch simulation,
+//! docs/performance.md). So the rate's reciprocal is computed once per rate
+//! (`floor((2⁶⁴ − 1) / rate)`), and a frame costs a 64 × 64-bit
+//! multiplication, a multiply-subtract and two selects, with no branch on
+//! the data.
 //!
 //! Why the result is exact: for `N = b·8·10⁹ < 2⁶⁴` and
 //! `m = floor((2⁶⁴ − 1) / rate)`, `N/rate − 1 < N·m / 2⁶⁴ ≤ N/rate`, so the
@@ -121,9 +122,11 @@ mod tests {
         let mut s = Serialiser::new(10_000_000_000);
         let total: u64 = (0..1_000).map(|_| s.frame_ns(52)).sum();
         assert_eq!(total, 41_600);
-        // A 1 500-byte frame at 3 bit/s: 4 000 s, and 0 bits carried.
+        assert_eq!(s.carry, 0);
+        // A 1 500-byte frame at 3 bit/s: 4 000 s, with nothing carried.
         let mut slow = Serialiser::new(3);
         assert_eq!(slow.frame_ns(1_500), 4_000 * NS_PER_SEC);
+        assert_eq!(slow.carry, 0);
     }
 
     #[test]
