@@ -98,9 +98,9 @@ struct SojournStats {
 /// The layout is fixed (`repr(C)`) and ordered by how often a field is
 /// touched: a packet's pass through a queue with departure lookahead reads
 /// and writes the first four cache lines (the scalars below, the first
-/// sub-queue's sojourn statistics and the first line of its counters) and
+/// sub-queue's sojourn statistics and its counters up to the marks) and
 /// the discipline's first line, and nothing else of the slot (a drop also
-/// writes the counters' second line). Without departure lookahead (the
+/// writes the fifth line, where the counters' drops end). Without departure lookahead (the
 /// AQMs) a packet's pass also reads the packet on the wire, one line after
 /// the discipline; flags in the first line say whether it must read more
 /// (a medium, random loss or marking, feedback to sources). A fat tree
