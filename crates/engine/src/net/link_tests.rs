@@ -81,6 +81,29 @@ fn a_lost_packet_is_an_error_naming_the_queue_and_the_counts() {
     );
 }
 
+/// A port that carries data one way and ACKs the other: each packet's
+/// transmission takes its own size at the link's rate (1 500 bytes at
+/// 10 Mbit/s: 1.2 ms; 52 bytes: 41.6 µs), back to back, and only the data
+/// packets count as the benchmark's bottleneck packets.
+#[test]
+fn alternating_data_and_acks_leave_back_to_back_and_only_data_counts() {
+    let mut link = fifo_link(10);
+    link.enable_departure_lookahead(false);
+    let q = link.queue.as_mut().unwrap();
+    let mut flows = vec![FlowQueueCounters::default(); 2];
+    let mut log = SojournLog::new(false);
+    let ack = || crate::packet::Packet::new(crate::packet::PacketKind::Ack, 1, 52);
+    let mut ends = vec![];
+    for i in 0..4 {
+        let mut p = if i % 2 == 0 { data(1, Ecn::NotEct) } else { ack() };
+        ends.push(q.arrive_ahead(0, &mut p, &mut flows, &mut log, 0).expect("room in the queue"));
+    }
+    assert_eq!(ends, [1_200_000, 1_241_600, 2_441_600, 2_483_200]);
+    q.start_due(10_000_000, &mut log, 0);
+    assert_eq!(q.counters[0].departed_pkts, 4);
+    assert_eq!(q.data_departed, 2);
+}
+
 /// Departure lookahead: a queue whose waiting ring holds one record at a
 /// time keeps it in one slot (`start_due` rewinds the ring it empties, so
 /// it does not walk its buffer a cache line per packet).
