@@ -17,11 +17,16 @@ JSON. ``--lines N`` records per instruction (``--dump-instr=yes``) and
 attributes each one, through ``addr2line -i``, to the innermost line of the
 engine's own source it was inlined from: the standard library's helpers are
 charged to the engine line that called them. It prints the N costliest
-lines and the cost per source file. ``--cache`` also simulates this
-machine's caches (``CACHE_GEOMETRY``: its 48 KB L1 data cache and, as
-callgrind's last level, its 2 MB L2) and prints the data misses per unit
-of each. The simulation ignores software prefetches: a miss it counts may
-be one the engine's prefetch hints have already started.
+lines and the cost per source file. ``--cache`` also simulates two levels
+of data cache and prints the misses per unit of each. Which two is
+``--caches``: ``reference`` (the default, ``CACHE_GEOMETRY``: the 48 KB L1
+data cache and, as callgrind's last level, the 2 MB L2 of the machine the
+figures in docs/performance.md were first taken on), ``host`` (the L1 data
+cache and L2 of the machine running the script, read from
+``/sys/devices/system/cpu/cpu0/cache``) or ``host-llc`` (its L1 data cache
+and its last level, usually the L3, shared by all cores). The simulation
+ignores software prefetches: a miss it counts may be one the engine's
+prefetch hints have already started.
 
 Needs valgrind and binutils' addr2line; builds the engine's ``runjson``
 example (release, the profile-guided build when pgo/ holds a profile for
@@ -85,9 +90,48 @@ def work_units(runjson_line: str, per: str) -> int:
     return int(re.search(r'"line_arrival":(\d+)', runjson_line).group(1))
 
 
-#: The caches ``--cache`` simulates (docs/performance.md, Method): this
-#: machine's L1 data cache, and its per-core L2 as callgrind's "LL".
+#: The caches ``--cache`` simulates by default (docs/performance.md,
+#: Method): the first host's L1 data cache, and its per-core L2 as
+#: callgrind's "LL".
 CACHE_GEOMETRY = ("--D1=49152,12,64", "--LL=2097152,16,64")
+
+#: Where Linux describes the first CPU's caches.
+SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def host_cache_geometry(last: str, sysfs: Path = SYSFS_CACHES) -> tuple[str, str]:
+    """Callgrind's ``--D1`` and ``--LL`` for this machine: its L1 data cache,
+    and as the last level its L2 (``last="l2"``) or its largest cache
+    (``last="llc"``). Raises SystemExit with one line if sysfs does not
+    describe them or callgrind could not simulate them (it needs a power
+    of two sets)."""
+    caches = []
+    for d in sorted(sysfs.glob("index*")):
+        try:
+            level = int((d / "level").read_text())
+            kind = (d / "type").read_text().strip()
+            size = (d / "size").read_text().strip()
+            ways = int((d / "ways_of_associativity").read_text())
+            line = int((d / "coherency_line_size").read_text())
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"instructions.py: --caches host: cannot read {d}: {e}")
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        size_bytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+        if kind in ("Data", "Unified"):
+            caches.append((level, size_bytes, ways, line))
+    l1 = [c for c in caches if c[0] == 1]
+    rest = sorted(c for c in caches if c[0] >= 2)
+    if not l1 or not rest:
+        raise SystemExit(f"instructions.py: --caches host: {sysfs} describes no L1 data cache and a level below it")
+    lower = rest[-1] if last == "llc" else rest[0]
+    geometry = []
+    for flag, (level, size_bytes, ways, line) in (("--D1", l1[0]), ("--LL", lower)):
+        sets = size_bytes // (ways * line)
+        if sets * ways * line != size_bytes or sets & (sets - 1):
+            raise SystemExit(f"instructions.py: --caches host: the L{level} cache ({size_bytes} bytes, {ways} ways, "
+                             f"{line}-byte lines) has {size_bytes / (ways * line):g} sets; callgrind needs a power of two")
+        geometry.append(f"{flag}={size_bytes},{ways},{line}")
+    return geometry[0], geometry[1]
 
 #: What ``--cache`` reports, by callgrind's event names.
 MISS_EVENTS = {"D1mr": "L1 data read misses", "D1mw": "L1 data write misses",
@@ -170,12 +214,14 @@ def inline_chains(exe: Path, addresses: list[int]) -> dict[int, list[str]]:
     return chains
 
 
-def run(exe: Path, tree: dict, out_file: Path, by_address: bool, cache: bool) -> str:
+def run(exe: Path, tree: dict, out_file: Path, by_address: bool, caches: tuple[str, ...]) -> str:
+    """Run ``exe`` on ``tree`` under callgrind, simulating ``caches``
+    (callgrind's ``--D1`` and ``--LL``) if any."""
     scen = out_file.with_suffix(".json")
     scen.write_text(json.dumps(tree))
     extra = ["--dump-instr=yes", "--dump-line=no"] if by_address else []
-    if cache:
-        extra += ["--cache-sim=yes", *CACHE_GEOMETRY]
+    if caches:
+        extra += ["--cache-sim=yes", *caches]
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", *extra, str(exe), str(scen)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -193,6 +239,9 @@ def main() -> int:
     ap.add_argument("--cache", action="store_true", help="also simulate the L1 and L2 data caches and print their misses")
     ap.add_argument("--lines-by", choices=("Ir", *MISS_EVENTS), default="Ir",
                     help="what --lines ranks the source lines by: instructions (default) or one kind of --cache's misses")
+    ap.add_argument("--caches", choices=("reference", "host", "host-llc"), default="reference",
+                    help="the two cache levels --cache simulates: the reference machine's L1 data cache and 2 MB L2 "
+                         "(default), this machine's L1 data cache and L2, or its L1 data cache and last level")
     a = ap.parse_args()
     if a.scenario not in LENGTHS and not Path(a.scenario).is_file():
         ap.error(f"scenario: '{a.scenario}' is neither a benchmark ({', '.join(LENGTHS)}) nor a file")
@@ -202,6 +251,12 @@ def main() -> int:
     per = a.per or PER.get(a.scenario, "packets")
     if a.lines_by != "Ir" and not (a.cache and a.lines):
         ap.error(f"--lines-by {a.lines_by}: needs --cache and --lines")
+    if a.caches != "reference" and not a.cache:
+        ap.error(f"--caches {a.caches}: needs --cache")
+    caches: tuple[str, ...] = ()
+    if a.cache:
+        caches = CACHE_GEOMETRY if a.caches == "reference" else host_cache_geometry("llc" if a.caches == "host-llc" else "l2")
+    last_level = "last-level" if a.caches == "host-llc" else "L2"
     exe = a.exe
     if exe is None:
         subprocess.run(["cargo", "build", "-q", "--release", "-p", "aqmlab-engine", "--example", "runjson"], cwd=ROOT, check=True)
@@ -210,15 +265,16 @@ def main() -> int:
         outs = [Path(tmp) / f"cg-{i}.out" for i in range(2)]
         trees = [scenario_tree(a.scenario, length) for length in lengths]
         with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
-            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, a.cache), range(2)))
+            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, caches), range(2)))
         texts = [o.read_text() for o in outs]
         units = work_units(lines[1], per) - work_units(lines[0], per)
         total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
         print(f"{a.scenario}: {total:.1f} instructions per {per[:-1]} ({lengths[1]} minus {lengths[0]}: {units:,} {per})")
         if a.cache:
+            print(f"simulated caches ({a.caches}): {' '.join(caches)}")
             short, long = (event_totals(t) for t in texts)
             for event, what in MISS_EVENTS.items():
-                print(f"{(long[event] - short[event]) / units:9.2f}  {what} per {per[:-1]}")
+                print(f"{(long[event] - short[event]) / units:9.2f}  {what.replace('L2', last_level)} per {per[:-1]}")
         if a.lines:
             short, long = (costs_by_address(t, exe.name, a.lines_by) for t in texts)
             diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}
@@ -229,7 +285,7 @@ def main() -> int:
             by_file: collections.Counter = collections.Counter()
             for k, c in by_line.items():
                 by_file[k.rpartition(":")[0] or k] += c
-            what = "instructions" if a.lines_by == "Ir" else MISS_EVENTS[a.lines_by]
+            what = "instructions" if a.lines_by == "Ir" else MISS_EVENTS[a.lines_by].replace("L2", last_level)
             print(f"\nthe {a.lines} costliest lines of the engine's source ({what} per {per[:-1]}, inlined helpers included):")
             for k, c in by_line.most_common(a.lines):
                 print(f"{c:9.2f}  {k}")

@@ -6,6 +6,7 @@ name compression or the call lines would move costs between lines."""
 
 from __future__ import annotations
 
+import pytest
 from conftest import ROOT, load_script
 
 from aqmlab.bench import ALL_SCENARIOS
@@ -105,3 +106,31 @@ fn=(1) hot
     assert dict(ins.costs_by_address(out, "runjson", "DLmr")) == {0x1000: 1, 0x1008: 2}
     assert dict(ins.costs_by_address(out, "runjson", "DLmw")) == {0x1008: 1}
     assert dict(ins.costs_by_address(out, "runjson")) == {0x1000: 10, 0x1008: 20}
+
+
+def _sysfs(tmp_path, caches):
+    """A fake /sys/devices/system/cpu/cpu0/cache with the given caches."""
+    for i, (level, kind, size, ways) in enumerate(caches):
+        d = tmp_path / f"index{i}"
+        d.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size),
+                            ("ways_of_associativity", ways), ("coherency_line_size", 64)):
+            (d / name).write_text(f"{value}\n")
+    return tmp_path
+
+
+def test_the_host_caches_are_read_from_sysfs_skipping_the_instruction_cache(tmp_path):
+    # An AMD EPYC of family 25 as this repository's third host reports it.
+    sysfs = _sysfs(tmp_path, [(1, "Data", "32K", 8), (1, "Instruction", "32K", 8),
+                              (2, "Unified", "512K", 8), (3, "Unified", "32768K", 16)])
+    assert ins.host_cache_geometry("l2", sysfs) == ("--D1=32768,8,64", "--LL=524288,8,64")
+    assert ins.host_cache_geometry("llc", sysfs) == ("--D1=32768,8,64", "--LL=33554432,16,64")
+
+
+def test_a_cache_callgrind_cannot_simulate_is_one_clear_line(tmp_path):
+    # 30 MB in 20 ways of 64 bytes is 24 576 sets: not a power of two.
+    sysfs = _sysfs(tmp_path, [(1, "Data", "48K", 12), (2, "Unified", "30M", 20)])
+    with pytest.raises(SystemExit, match=r"the L2 cache \(31457280 bytes, 20 ways, 64-byte lines\) has 24576 sets; callgrind needs a power of two"):
+        ins.host_cache_geometry("l2", sysfs)
+    with pytest.raises(SystemExit, match="describes no L1 data cache and a level below it"):
+        ins.host_cache_geometry("l2", _sysfs(tmp_path / "only-l1", [(1, "Data", "48K", 12)]))
