@@ -76,6 +76,8 @@ pub struct World {
     prefetch_flows: bool,
     /// `engine.prefetch` from `MEMORY_SHORTCUTS_MIN_LINKS` links on (see `prefetch_next_event`).
     prefetch_events: bool,
+    /// `prefetch_events`, one event deeper: from `DEEP_PREFETCH_MIN_LINKS` links.
+    prefetch_deep: bool,
     /// Deferred histogram buckets (`net::sojourn_log`), on where many queues
     /// share the caches.
     sojourn_log: SojournLog,

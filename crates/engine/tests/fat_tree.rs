@@ -44,8 +44,10 @@ fn same_seed_gives_an_identical_summary_and_another_seed_other_paths() {
 }
 
 /// A k = 16 tree has 6 144 ports, more than an L2 cache holds, so each
-/// event prefetches the next one's line head and queue, and the queues'
-/// histogram buckets are counted in deferred batches (`engine.prefetch`).
+/// event prefetches the state of the next three (line headers, head
+/// packets, queues, waiting rings, the slots packets will be written to),
+/// and the queues' histogram buckets are counted in deferred batches
+/// (`engine.prefetch`).
 /// Neither may change a result: every table and the summary are the same
 /// without them (the histograms included, whose runs of equal buckets are
 /// counted late: at each sample, the end of warm-up and the end). The test

@@ -156,6 +156,13 @@ impl DelayLine {
         self.q.front()
     }
 
+    /// Where the next packet pushed is written, if there is room (a
+    /// prefetch hint).
+    #[inline]
+    pub fn tail_slot_hint(&self) -> Option<&Packet> {
+        self.q.back_slot_hint()
+    }
+
     /// The flow of the `i`-th packet from the head, if any.
     #[inline]
     pub fn flow_at(&self, i: usize) -> Option<u32> {

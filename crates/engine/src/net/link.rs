@@ -244,6 +244,15 @@ impl Link {
         prefetch_bytes(self, offset_of!(Link, queue) + offset_of!(QueueSlot, qdisc), 1);
     }
 
+    /// Start loading the front of the queue's waiting ring, if it holds
+    /// packets (reads the queue's first line).
+    #[inline(always)]
+    pub fn prefetch_waiting(&self) {
+        if let Some(w) = self.queue.as_ref().and_then(|q| q.waiting.front()) {
+            crate::sim::prefetch::prefetch(w);
+        }
+    }
+
     /// Start loading the queue's tag and sub-queue `sub`'s histogram buckets'
     /// header (`SojournLog::apply`).
     #[inline(always)]

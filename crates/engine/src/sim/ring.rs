@@ -185,6 +185,12 @@ impl<T: Copy> Ring<T> {
         self.head = 0;
     }
 
+    /// Where the next `push_back` writes, if there is room (a prefetch hint).
+    #[inline(always)]
+    pub fn back_slot_hint(&self) -> Option<&T> {
+        (self.len < self.buf.len()).then(|| self.slot(self.phys(self.len)))
+    }
+
     /// The head is kept below the capacity, so unlike `get(0)` this needs
     /// no mask.
     #[inline(always)]
@@ -409,6 +415,33 @@ mod tests {
         assert_eq!(r.front(), v.front(), "step {step}");
         assert_eq!(r.back(), v.back(), "step {step}");
         assert!(r.capacity() == 0 || r.capacity().is_power_of_two());
+    }
+
+    /// The deep prefetch's hint is the slot the next `push_back` writes,
+    /// wherever the live range lies, and there is none when the ring is
+    /// full (a push then moves everything).
+    #[test]
+    fn the_back_slot_hint_is_where_the_next_push_writes() {
+        let mut r: Ring<u64> = Ring::new();
+        assert!(r.back_slot_hint().is_none(), "nothing allocated yet");
+        let (mut hinted, mut full) = (0, 0);
+        for i in 0..200u64 {
+            match r.back_slot_hint().map(|s| s as *const u64) {
+                Some(hint) => {
+                    assert_eq!(hint, r.push_back_mut(i) as *const u64, "push {i}");
+                    hinted += 1;
+                }
+                None => {
+                    assert_eq!(r.len(), r.capacity());
+                    r.push_back(i);
+                    full += 1;
+                }
+            }
+            if i % 3 != 0 {
+                r.pop_front();
+            }
+        }
+        assert!(hinted > 150 && full >= 3, "hinted {hinted}, full {full}");
     }
 
     /// Every operation against `VecDeque` as the oracle, over a random

@@ -212,6 +212,23 @@ impl EventQueue {
         (line_of(first), line_of(if second.before(&self.front) { second } else { &self.front }))
     }
 
+    /// The delay lines of the likely next three packet events (prefetch
+    /// hints): the front slot merged into the run's first three entries.
+    #[inline]
+    pub fn peek_three_line_arrivals(&self) -> [Option<u32>; 3] {
+        let (f, a, b, c) = (&self.front, self.packets.top(), self.packets.second(), self.packets.third());
+        let order = if f.before(a) {
+            [f, a, b]
+        } else if f.before(b) {
+            [a, f, b]
+        } else if f.before(c) {
+            [a, b, f]
+        } else {
+            [a, b, c]
+        };
+        order.map(line_of)
+    }
+
     /// The earliest event, or None when nothing is pending.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {

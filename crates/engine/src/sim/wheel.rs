@@ -300,6 +300,13 @@ impl<const SHIFT: u32, const BUCKETS: usize, const WORDS: usize, B: Beyond> Whee
         self.near.second()
     }
 
+    /// The entry after [`Self::second`]'s if it is in the sorted run, else
+    /// `EMPTY` (a prefetch hint).
+    #[inline]
+    pub(super) fn third(&self) -> &Entry {
+        self.near.third()
+    }
+
     /// Whether poured buckets are split by time (`pour`).
     #[cfg(test)]
     pub(super) fn splits_buckets(&self) -> bool {
@@ -380,6 +387,12 @@ impl Run {
     #[inline]
     fn second(&self) -> &Entry {
         self.v.get(self.v.len().wrapping_sub(2)).unwrap_or(&EMPTY)
+    }
+
+    /// The entry after the second, or `EMPTY`.
+    #[inline]
+    fn third(&self) -> &Entry {
+        self.v.get(self.v.len().wrapping_sub(3)).unwrap_or(&EMPTY)
     }
 
     /// Remove the least entry (the run is not empty).

@@ -41,6 +41,7 @@ impl World {
             lookahead: s.engine.lookahead,
             prefetch_flows: s.engine.prefetch,
             prefetch_events: false,
+            prefetch_deep: false,
             sojourn_log: SojournLog::default(),
             feedback_route: None,
             catching_up: false,
@@ -56,6 +57,7 @@ impl World {
         };
         let shortcuts = s.engine.prefetch && w.links.len() >= super::event_loop::MEMORY_SHORTCUTS_MIN_LINKS;
         w.prefetch_events = shortcuts;
+        w.prefetch_deep = shortcuts && w.links.len() >= super::event_loop::DEEP_PREFETCH_MIN_LINKS;
         w.sojourn_log = SojournLog::new(shortcuts);
         if let Some(pc) = &s.metrics.pcap {
             let Some(i) = w.links.iter().position(|l| l.report && l.queue.is_some() && l.name == pc.queue) else {
