@@ -245,7 +245,8 @@ impl Link {
     }
 
     /// Start loading the front of the queue's waiting ring, if it holds
-    /// packets (reads the queue's first line).
+    /// packets. Reads the ring's header among the queue's first 128 bytes,
+    /// so it pays only once `prefetch_hot` has started them an event before.
     #[inline(always)]
     pub fn prefetch_waiting(&self) {
         if let Some(w) = self.queue.as_ref().and_then(|q| q.waiting.front()) {

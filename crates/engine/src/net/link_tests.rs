@@ -25,6 +25,8 @@ fn the_hot_fields_share_the_first_cache_lines() {
         assert!(field + 8 <= 128, "{field}");
     }
     assert!(offset_of!(QueueSlot, tx) + size_of::<Serialiser>() <= 128);
+    // The waiting ring's header, which the deep prefetch reads for its front.
+    assert!(offset_of!(QueueSlot, waiting) + size_of::<Ring<Waiting>>() <= 128);
     // The third line: the first sub-queue's sojourn statistics and the capture.
     assert_eq!(offset_of!(QueueSlot, sojourn0), 128);
     assert_eq!(size_of::<SojournStats>(), 32);
