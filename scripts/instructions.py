@@ -10,6 +10,7 @@ summary cancel out; instruction counts do not depend on the host.
     python scripts/instructions.py my.json --lengths 1s 3s --per events
     python scripts/instructions.py D-1024 --cache           # and cache misses
     python scripts/instructions.py D-1024 --cache --lines 30 --lines-by DLmr  # where the L2 read misses are
+    python scripts/instructions.py D --cache --caches host  # this machine's L1 and L2, not the reference's
 
 A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
 unless ``--lengths`` says otherwise); anything else is a scenario file in
@@ -113,10 +114,10 @@ def host_cache_geometry(last: str, sysfs: Path = SYSFS_CACHES) -> tuple[str, str
             size = (d / "size").read_text().strip()
             ways = int((d / "ways_of_associativity").read_text())
             line = int((d / "coherency_line_size").read_text())
+            units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+            size_bytes = int(size[:-1]) * units[size[-1]] if size[-1:] in units else int(size)
         except (OSError, ValueError) as e:
             raise SystemExit(f"instructions.py: --caches host: cannot read {d}: {e}")
-        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-        size_bytes = int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
         if kind in ("Data", "Unified"):
             caches.append((level, size_bytes, ways, line))
     l1 = [c for c in caches if c[0] == 1]
