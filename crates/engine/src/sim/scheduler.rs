@@ -197,23 +197,23 @@ impl EventQueue {
     }
 
     /// The delay lines whose head arrivals are likely the next two packet
-    /// events, as prefetch hints: the least two of the front slot and the
-    /// packet wheel's sorted run, ignoring timers; None for an event of
-    /// another kind, and for the second when it is not at hand (the run's
-    /// second entry is still in a bucket). Changes nothing.
+    /// events, as prefetch hints: the first two of
+    /// [`Self::peek_three_line_arrivals`]. Its third comparison is dead
+    /// here and folds away. Changes nothing.
     #[inline]
     pub fn peek_line_arrivals(&self) -> (Option<u32>, Option<u32>) {
-        let (first, second) = (self.packets.top(), self.packets.second());
-        // With the wheel empty (`first` vacant), the front slot's event is
-        // next and none is at hand after it.
-        if !first.before(&self.front) {
-            return (line_of(&self.front), line_of(first));
-        }
-        (line_of(first), line_of(if second.before(&self.front) { second } else { &self.front }))
+        let [next, after, _] = self.peek_three_line_arrivals();
+        (next, after)
     }
 
     /// The delay lines of the likely next three packet events (prefetch
-    /// hints): the front slot merged into the run's first three entries.
+    /// hints): the front slot merged into the packet wheel's sorted run,
+    /// ignoring timers; None for an event of another kind, and for an
+    /// entry not at hand (still in a bucket: the run's `second` and `third`
+    /// are `EMPTY` then). Entries never tie (each has its own sequence
+    /// number), and a vacant front slot sorts last, so with the wheel
+    /// empty the front slot's event is next and none follows. Changes
+    /// nothing.
     #[inline]
     pub fn peek_three_line_arrivals(&self) -> [Option<u32>; 3] {
         let (f, a, b, c) = (&self.front, self.packets.top(), self.packets.second(), self.packets.third());
