@@ -262,10 +262,10 @@ impl World {
     /// and for the next event, whose queue and next line were started one
     /// event ago, what they point to: the front of the queue's waiting ring
     /// and the slot its packet will be written to on the line after. In
-    /// D-1024 the plain build ran 1.15 × as fast (interleaved pairs; the
-    /// profile-guided one 1.03 ×, not resolved); in D, whose state misses
-    /// the L2 less, its 7 % more instructions per hop made it 0.95 × as
-    /// fast (docs/performance.md).
+    /// D-1024 the plain build ran 1.15 × as fast (interleaved pairs) and
+    /// the profile-guided one 1.14 × on a quiet host (1.03 ×, not resolved,
+    /// on a busy one); in D, whose state misses the L2 less, its 7 % more
+    /// instructions per hop made it 0.95 × as fast (docs/performance.md).
     #[inline(always)]
     fn prefetch_three_events(&self) {
         let [next, after, third] = self.events.peek_three_line_arrivals();
