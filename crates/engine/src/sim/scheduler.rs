@@ -198,8 +198,8 @@ impl EventQueue {
 
     /// The delay lines whose head arrivals are likely the next two packet
     /// events, as prefetch hints: the first two of
-    /// [`Self::peek_three_line_arrivals`]. Its third comparison is dead
-    /// here and folds away. Changes nothing.
+    /// [`Self::peek_three_line_arrivals`] (its third is found and dropped:
+    /// 0.7 instructions a hop of D, plain build). Changes nothing.
     #[inline]
     pub fn peek_line_arrivals(&self) -> (Option<u32>, Option<u32>) {
         let [next, after, _] = self.peek_three_line_arrivals();
