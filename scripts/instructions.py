@@ -11,6 +11,7 @@ summary cancel out; instruction counts do not depend on the host.
     python scripts/instructions.py D-1024 --cache           # and cache misses
     python scripts/instructions.py D-1024 --cache --lines 30 --lines-by DLmr  # where the L2 read misses are
     python scripts/instructions.py D --cache --caches host  # this machine's L1 and L2, not the reference's
+    python scripts/instructions.py D --branches --lines 20 --lines-by Bcm   # where branches mispredict
 
 A name is a benchmark scenario of ``aqmlab bench`` (at the lengths below
 unless ``--lengths`` says otherwise); anything else is a scenario file in
@@ -27,7 +28,13 @@ cache and L2 of the machine running the script, read from
 ``/sys/devices/system/cpu/cpu0/cache``) or ``host-llc`` (its L1 data cache
 and its last level, usually the L3, shared by all cores). The simulation
 ignores software prefetches: a miss it counts may be one the engine's
-prefetch hints have already started.
+prefetch hints have already started. ``--branches`` also simulates a branch
+predictor (callgrind's ``--branch-sim=yes``: two-bit counters indexed by a
+branch's address and the last few outcomes, a last-target cache for
+indirect branches; a predictor of about 2004, so its counts compare
+builds, not hosts) and prints the
+mispredicted branches per unit; ``--lines-by Bcm`` ranks the source lines
+by their mispredicted conditional branches.
 
 Needs valgrind and binutils' addr2line; builds the engine's ``runjson``
 example (release, the profile-guided build when pgo/ holds a profile for
@@ -138,6 +145,10 @@ def host_cache_geometry(last: str, sysfs: Path = SYSFS_CACHES) -> tuple[str, str
 MISS_EVENTS = {"D1mr": "L1 data read misses", "D1mw": "L1 data write misses",
                "DLmr": "L2 read misses", "DLmw": "L2 write misses"}
 
+#: What ``--branches`` reports, by callgrind's event names.
+BRANCH_EVENTS = {"Bc": "conditional branches", "Bcm": "mispredicted conditional branches",
+                 "Bi": "indirect branches", "Bim": "mispredicted indirect branches"}
+
 
 def event_totals(callgrind_out: str) -> dict[str, int]:
     """The whole run's count of each event, from the ``events:`` and
@@ -215,14 +226,17 @@ def inline_chains(exe: Path, addresses: list[int]) -> dict[int, list[str]]:
     return chains
 
 
-def run(exe: Path, tree: dict, out_file: Path, by_address: bool, caches: tuple[str, ...]) -> str:
+def run(exe: Path, tree: dict, out_file: Path, by_address: bool, caches: tuple[str, ...], branches: bool = False) -> str:
     """Run ``exe`` on ``tree`` under callgrind, simulating ``caches``
-    (callgrind's ``--D1`` and ``--LL``) if any."""
+    (callgrind's ``--D1`` and ``--LL``) if any, and the branch predictor
+    if ``branches``."""
     scen = out_file.with_suffix(".json")
     scen.write_text(json.dumps(tree))
     extra = ["--dump-instr=yes", "--dump-line=no"] if by_address else []
     if caches:
         extra += ["--cache-sim=yes", *caches]
+    if branches:
+        extra.append("--branch-sim=yes")
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_file}", *extra, str(exe), str(scen)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -238,8 +252,10 @@ def main() -> int:
     ap.add_argument("--exe", type=Path, help="a runjson binary built elsewhere")
     ap.add_argument("--lines", type=int, default=0, metavar="N", help="also print the N costliest source lines")
     ap.add_argument("--cache", action="store_true", help="also simulate the L1 and L2 data caches and print their misses")
-    ap.add_argument("--lines-by", choices=("Ir", *MISS_EVENTS), default="Ir",
-                    help="what --lines ranks the source lines by: instructions (default) or one kind of --cache's misses")
+    ap.add_argument("--branches", action="store_true", help="also simulate the branch predictor and print the mispredicted branches")
+    ap.add_argument("--lines-by", choices=("Ir", *MISS_EVENTS, "Bcm", "Bim"), default="Ir",
+                    help="what --lines ranks the source lines by: instructions (default), one kind of --cache's misses "
+                         "or --branches' mispredicted conditional (Bcm) or indirect (Bim) branches")
     ap.add_argument("--caches", choices=("reference", "host", "host-llc"), default="reference",
                     help="the two cache levels --cache simulates: the reference machine's L1 data cache and 2 MB L2 "
                          "(default), this machine's L1 data cache and L2, or its L1 data cache and last level")
@@ -250,8 +266,10 @@ def main() -> int:
     if lengths is None:
         ap.error("--lengths: a scenario file needs its two run lengths")
     per = a.per or PER.get(a.scenario, "packets")
-    if a.lines_by != "Ir" and not (a.cache and a.lines):
+    if a.lines_by in MISS_EVENTS and not (a.cache and a.lines):
         ap.error(f"--lines-by {a.lines_by}: needs --cache and --lines")
+    if a.lines_by in BRANCH_EVENTS and not (a.branches and a.lines):
+        ap.error(f"--lines-by {a.lines_by}: needs --branches and --lines")
     if a.caches != "reference" and not a.cache:
         ap.error(f"--caches {a.caches}: needs --cache")
     caches: tuple[str, ...] = ()
@@ -266,7 +284,7 @@ def main() -> int:
         outs = [Path(tmp) / f"cg-{i}.out" for i in range(2)]
         trees = [scenario_tree(a.scenario, length) for length in lengths]
         with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
-            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, caches), range(2)))
+            lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, caches, a.branches), range(2)))
         texts = [o.read_text() for o in outs]
         units = work_units(lines[1], per) - work_units(lines[0], per)
         total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
@@ -276,6 +294,11 @@ def main() -> int:
             short, long = (event_totals(t) for t in texts)
             for event, what in MISS_EVENTS.items():
                 print(f"{(long[event] - short[event]) / units:9.2f}  {what.replace('L2', last_level)} per {per[:-1]}")
+        if a.branches:
+            print("simulated branch predictor (callgrind --branch-sim=yes)")
+            short, long = (event_totals(t) for t in texts)
+            for event, what in BRANCH_EVENTS.items():
+                print(f"{(long[event] - short[event]) / units:9.2f}  {what} per {per[:-1]}")
         if a.lines:
             short, long = (costs_by_address(t, exe.name, a.lines_by) for t in texts)
             diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}
@@ -286,7 +309,7 @@ def main() -> int:
             by_file: collections.Counter = collections.Counter()
             for k, c in by_line.items():
                 by_file[k.rpartition(":")[0] or k] += c
-            what = "instructions" if a.lines_by == "Ir" else MISS_EVENTS[a.lines_by].replace("L2", last_level)
+            what = "instructions" if a.lines_by == "Ir" else {**MISS_EVENTS, **BRANCH_EVENTS}[a.lines_by].replace("L2", last_level)
             print(f"\nthe {a.lines} costliest lines of the engine's source ({what} per {per[:-1]}, inlined helpers included):")
             for k, c in by_line.most_common(a.lines):
                 print(f"{c:9.2f}  {k}")

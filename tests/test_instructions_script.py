@@ -6,6 +6,8 @@ name compression or the call lines would move costs between lines."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from conftest import ROOT, load_script
 
@@ -106,6 +108,42 @@ fn=(1) hot
     assert dict(ins.costs_by_address(out, "runjson", "DLmr")) == {0x1000: 1, 0x1008: 2}
     assert dict(ins.costs_by_address(out, "runjson", "DLmw")) == {0x1008: 1}
     assert dict(ins.costs_by_address(out, "runjson")) == {0x1000: 10, 0x1008: 20}
+
+
+def test_branch_events_are_read_alone_or_after_the_cache_events():
+    # As callgrind 3.19 writes them: --branch-sim=yes alone, then with --cache-sim=yes.
+    alone = ins.event_totals("events: Ir Bc Bcm Bi Bim\nsummary: 126559 25647 3136 280 151\n")
+    both = ins.event_totals("events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw Bc Bcm Bi Bim\n"
+                            "summary: 126561 27888 11769 1083 916 573 1065 780 548 25647 3136 280 151\n")
+    for totals in (alone, both):
+        assert set(ins.BRANCH_EVENTS) <= set(totals)
+        assert (totals["Bc"], totals["Bcm"], totals["Bi"], totals["Bim"]) == (25647, 3136, 280, 151)
+    assert both["DLmw"] == 548
+    out = """\
+positions: instr
+events: Ir Bc Bcm Bi Bim
+summary: 30 6 3 1 1
+
+ob=(1) /build/release/examples/runjson
+fn=(1) hot
+0x1000 10 2 2
++8 20 4 1 1 1
+"""
+    assert dict(ins.costs_by_address(out, "runjson", "Bcm")) == {0x1000: 2, 0x1008: 1}
+    assert dict(ins.costs_by_address(out, "runjson", "Bim")) == {0x1008: 1}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["D", "--lines", "5", "--lines-by", "Bcm"], "--lines-by Bcm: needs --branches and --lines"),
+    (["D", "--branches", "--lines-by", "Bim"], "--lines-by Bim: needs --branches and --lines"),
+    (["D", "--branches", "--lines", "5", "--lines-by", "DLmr"], "--lines-by DLmr: needs --cache and --lines"),
+])
+def test_ranking_by_an_event_not_simulated_is_one_clear_line(argv, message, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["instructions.py", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        ins.main()
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def _sysfs(tmp_path, caches):
