@@ -68,11 +68,15 @@ LENGTHS = {
     "D": ("5ms", "10ms"), "D-ack1": ("5ms", "10ms"), "D-codel": ("5ms", "10ms"),
     "D-1024": ("1.5ms", "3ms"), "D-1024-ack1": ("1.5ms", "3ms"),
     **{name: ("5ms", "10ms") for name in BENCH.ON_REQUEST},  # D-codel's tree, another discipline
+    # A chain of N links: about 1 M and 2 M packet-hops at every length.
+    **{name: (f"{800_000 // links}us", f"{1_600_000 // links}us")
+       for name, links in ((name, int(name.removeprefix("chain-"))) for name in BENCH.CHAINS)},
 }
 
 #: What a unit of work is, per benchmark: a packet through the bottleneck, or
-#: a packet-hop in a fat tree (one line arrival each), as the benchmark's
-#: own headline rate counts it (``bench.headline``).
+#: a packet-hop in a fat tree or a chain (a packet leaving a queue,
+#: ``perf.packet_hops``), as the benchmark's own headline rate counts it
+#: (``bench.headline``).
 PER = {name: ("hops" if BENCH.headline(name) == "hops" else "packets") for name in LENGTHS}
 
 
@@ -89,13 +93,26 @@ def scenario_tree(name: str, length: str) -> dict:
     return tree
 
 
-def work_units(runjson_line: str, per: str) -> int:
-    """The work a run did, from ``runjson``'s line ("pkts N events M ... {kinds}")."""
+def work_units(runjson_line: str, per: str, perf: dict | None = None) -> int:
+    """The work a run did, from ``runjson``'s line ("pkts N events M ... {kinds}"),
+    or for packet-hops from its summary's ``perf`` (the line has no count of
+    them; a fat tree's line arrivals match its packet-hops, a chain's do not)."""
     if per == "packets":
         return int(float(re.search(r"pkts (\S+)", runjson_line).group(1)))
     if per == "events":
         return int(re.search(r"events (\d+)", runjson_line).group(1))
-    return int(re.search(r'"line_arrival":(\d+)', runjson_line).group(1))
+    if perf is None:
+        raise ValueError("packet-hops are counted in the summary's perf.packet_hops")
+    return int(perf["packet_hops"])
+
+
+def perf_of(exe: Path, tree: dict, summary_file: Path) -> dict:
+    """The summary's ``perf`` of a native run of ``tree`` (the same counts as
+    under callgrind: the engine is deterministic)."""
+    scen = summary_file.with_suffix(".scenario.json")
+    scen.write_text(json.dumps(tree))
+    subprocess.run([str(exe), str(scen), str(summary_file)], capture_output=True, text=True, check=True)
+    return json.loads(summary_file.read_text())["perf"]
 
 
 #: The caches ``--cache`` simulates by default (docs/performance.md,
@@ -248,7 +265,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenario", help=f"a benchmark ({', '.join(LENGTHS)}) or a scenario JSON file")
     ap.add_argument("--lengths", nargs=2, metavar=("SHORT", "LONG"), help="the two run lengths")
-    ap.add_argument("--per", choices=("packets", "hops", "events"), help="the unit of work (default: hops for D*, else packets)")
+    ap.add_argument("--per", choices=("packets", "hops", "events"), help="the unit of work (default: packet-hops for the topologies, D* and chain-*, else packets)")
     ap.add_argument("--exe", type=Path, help="a runjson binary built elsewhere")
     ap.add_argument("--lines", type=int, default=0, metavar="N", help="also print the N costliest source lines")
     ap.add_argument("--cache", action="store_true", help="also simulate the L1 and L2 data caches and print their misses")
@@ -286,7 +303,8 @@ def main() -> int:
         with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
             lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, caches, a.branches), range(2)))
         texts = [o.read_text() for o in outs]
-        units = work_units(lines[1], per) - work_units(lines[0], per)
+        perfs = [perf_of(exe, trees[i], Path(tmp) / f"summary-{i}.json") if per == "hops" else None for i in range(2)]
+        units = work_units(lines[1], per, perfs[1]) - work_units(lines[0], per, perfs[0])
         total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
         print(f"{a.scenario}: {total:.1f} instructions per {per[:-1]} ({lengths[1]} minus {lengths[0]}: {units:,} {per})")
         if a.cache:

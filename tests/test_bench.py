@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import aqmlab
-from aqmlab.bench import ALL_SCENARIOS, SCENARIOS, headline, scenario
+from aqmlab.bench import ALL_SCENARIOS, CHAINS, SCENARIOS, headline, scenario
 from aqmlab.scenario import validate
 from conftest import cli
 
@@ -143,6 +143,40 @@ def test_fat_tree_bench_reports_packet_hops(tmp_path: Path) -> None:
     assert 0 < r["bottleneck_packets"] < r["packet_hops"]
     assert r["hops_per_s"] == r["packet_hops"] / r["wall_s"]
     assert r["events_per_hop"] == r["events"] / r["packet_hops"]
+
+
+def test_a_chain_s_packets_cross_every_link_and_each_link_keeps_its_own_line() -> None:
+    """chain-N (docs/performance.md, "Scaling with path length"): N links in
+    a row and N back, every flow from one end to the other, so each data
+    packet leaves all N forward queues and each ACK all N queues back; a
+    queue can hold back at most its buffer and what is on one line. Every
+    link's delay is its own, so that no two queues share a delay line (one
+    event per packet-hop, as in a fat tree), and every length moves about as
+    many packet-hops (6.4 s / N simulated)."""
+    for name in CHAINS:
+        n = int(name.removeprefix("chain-"))
+        s = validate(scenario(name))
+        links = s["topology"]["links"]
+        assert len(links) == 2 * n and headline(name) == "hops"
+        assert len({link["delay"] for link in links}) == 2 * n and not any(link["duplex"] for link in links)
+        assert {(link["rate"], link["aqm"], link["buffer"]) for link in links[:n]} == {("10Gbps", "step", "250pkt")}
+        assert [(f["src"], f["dst"], f["count"], f["cc"]) for f in s["flows"]] == [("src", "dst", 10, "dctcp")]
+        assert aqmlab.scenario.duration_s(s["duration"]) * n == 6.4
+    assert {q["rate"] for q in scenario("chain-16", rate="1Gbps")["topology"]["links"]} == {"1Gbps"}
+    r = aqmlab.run(scenario("chain-4", "20ms"))
+    departures = {q["name"]: q["departures"] for q in r.summary["queues"]}
+    forward = [departures[name] for name in ("src->r1", "r1->r2", "r2->r3", "r3->dst")]
+    back = [departures[name] for name in ("dst->r3", "r3->r2", "r2->r1", "r1->src")]
+    for path in (forward, back):  # in the order the packets cross them
+        assert path[0] > 5_000 and all(0 <= a - b <= 250 + 2 for a, b in zip(path, path[1:])), path
+    assert r.perf["packet_hops"] == sum(departures.values())
+    # One line arrival per packet-hop, less those still on a line at the
+    # end (a queue with departure lookahead puts a packet on its line up to
+    # a buffer ahead): each line is fed by one queue. When a link's two
+    # directions shared one (duplex links, equal delays), ACKs entering
+    # ahead of queued data re-armed its event: 1.087 arrivals per hop.
+    arrivals, hops = r.perf["events_by_kind"]["line_arrival"], r.perf["packet_hops"]
+    assert hops - 8 * (250 + 2) <= arrivals <= hops, (arrivals, hops)
 
 
 def test_every_ack1_scenario_is_its_base_with_delayed_acks_off() -> None:

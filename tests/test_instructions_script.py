@@ -71,7 +71,11 @@ def test_work_is_read_from_runjson_s_line():
     line = 'pkts 833333 events 833400 wall 0.300s -> 2.78 Mpkt/s; events/pkt {"line_arrival":833300,"sender_timer":100}'
     assert ins.work_units(line, "packets") == 833333
     assert ins.work_units(line, "events") == 833400
-    assert ins.work_units(line, "hops") == 833300
+    # Packet-hops are not on the line (a chain's line arrivals are not its
+    # hops): they come from the summary's perf.
+    assert ins.work_units(line, "hops", {"packet_hops": 901234}) == 901234
+    with pytest.raises(ValueError, match="perf.packet_hops"):
+        ins.work_units(line, "hops")
 
 
 def test_every_benchmark_has_two_lengths_and_a_unit():

@@ -51,6 +51,19 @@ set: D-codel's tree with another discipline on every port, 50 ms simulated
   TCP Prague with a packet-value marker (which VDQ-CSAQM needs); the
   incasts stay DCTCP, unmarked.
 
+Also on request (:data:`CHAINS`; docs/performance.md, "Scaling with path
+length"): chain-1, chain-4, chain-16, chain-64, a path of 1, 4, 16 or 64
+links of 10 Gbit/s in a row with scenario A's queue, and as many links
+back for the ACKs (tail-drop FIFOs, as a topology's reverse links have),
+10 DCTCP flows from one end to the other: the cost of a packet-hop as
+the path grows, counted in packet-hops like the fat trees. Every link has
+a delay of its own (forward link i 1 000 + i ns, back link i
+1 000 + N + i ns): links of equal delay share delay lines
+(`net::route::compile_with`), where two queues with departure lookahead
+make every entry a sorted insert, and a fat tree gives every queue a line
+of its own. The simulated time is 6.4 s / N, so that every length moves
+about 8 M packet-hops.
+
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
 
@@ -90,7 +103,7 @@ from typing import Any
 
 from aqmlab.bench_table import rate_text, table
 
-__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
+__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "CHAINS", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
              "D-1024-ack1", "D-codel")  # fmt: skip
@@ -99,8 +112,11 @@ SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", 
 #: discipline on every port (the module's docs).
 ON_REQUEST = ("D-pie", "D-pi2", "D-red", "D-dualpi2", "D-curvy_red", "D-vdq_csaqm")
 
+#: Benchmarks run only when named: chains of 1 to 64 links (the module's docs).
+CHAINS = ("chain-1", "chain-4", "chain-16", "chain-64")
+
 #: Every benchmark name, the default set first.
-ALL_SCENARIOS = SCENARIOS + ON_REQUEST
+ALL_SCENARIOS = SCENARIOS + ON_REQUEST + CHAINS
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -171,6 +187,30 @@ def _fat_tree(k: int, duration: str, aqm: tuple[str, dict[str, Any]] = _STEP) ->
     }
 
 
+def _chain(links: int) -> dict[str, Any]:
+    nodes = ["src", *(f"r{i}" for i in range(1, links)), "dst"]
+    forward = [{"from": nodes[i], "to": nodes[i + 1], "rate": "10Gbps", "delay": f"{1_000 + i}ns", "buffer": "250pkt",
+                "aqm": _STEP[0], "params": dict(_STEP[1]), "duplex": False} for i in range(links)]  # fmt: skip
+    back = [{"from": nodes[i + 1], "to": nodes[i], "rate": "10Gbps", "delay": f"{1_000 + links + i}ns",
+             "buffer": "250pkt", "duplex": False} for i in range(links)]  # fmt: skip
+    return {
+        "name": f"bench-chain-{links}",
+        "duration": f"{6_400_000 // links}us",
+        "topology": {"links": forward + back},
+        "flows": [{"cc": "dctcp", "count": 10, "src": "src", "dst": "dst", "start_jitter": "1ms"}],
+        "tcp": {"mtu_bytes": 1500},
+    }
+
+
+def _queues(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tables that set a benchmark's queues: its bottleneck, its fat
+    tree, or each link of its chain."""
+    if "bottleneck" in s:
+        return [s["bottleneck"]]
+    topology = s["topology"]
+    return [topology["fat_tree"]] if "fat_tree" in topology else topology["links"]
+
+
 def scenario(name: str, duration: str | None = None, metrics: str = "default", rate: str | None = None) -> dict[str, Any]:
     """The scenario tree of a benchmark; ``duration`` overrides the length,
     ``metrics`` picks one of :data:`METRICS`, ``rate`` overrides the
@@ -189,6 +229,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         s = _fat_tree(8, "100ms")
     elif base == "D-codel":
         s = _fat_tree(8, "50ms", _CODEL)
+    elif base in CHAINS:
+        s = _chain(int(base.split("-")[1]))
     elif base in _OTHER_AQMS:
         s = _fat_tree(8, "50ms", _OTHER_AQMS[base])
         if base == "D-vdq_csaqm":  # its packet values come from a marker at each source
@@ -204,18 +246,16 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
     if duration is not None:
         s["duration"] = duration
     if rate is not None:
-        if "bottleneck" in s:
-            s["bottleneck"]["rate"] = rate
-        else:
-            s["topology"]["fat_tree"]["rate"] = rate
+        for q in _queues(s):
+            q["rate"] = rate
     s["metrics"] = _metrics(metrics)
     return s
 
 
 def headline(name: str) -> str:
     """The work a benchmark's headline rate counts: ``"hops"`` (packet-hops,
-    ``hops_per_s``) for a topology with many queues (the fat trees), where
-    one packet crosses up to six; ``"pkts"`` (bottleneck packets,
+    ``hops_per_s``) for a topology (the fat trees, where one packet crosses
+    up to six queues, and the chains); ``"pkts"`` (bottleneck packets,
     ``pkts_per_s``) for a dumbbell."""
     return "hops" if "topology" in scenario(name) else "pkts"
 
@@ -265,6 +305,14 @@ def describe(name: str) -> str:
         mix = " + ".join(f"{n} {cc.upper()}" for cc, n in ccs.items())
         parts = [f"dumbbell {q['rate']}", f"{total} flows ({mix})" if len(ccs) > 1 else f"{mix} flows",
                  f"base RTT {rtt}"]  # fmt: skip
+    elif "links" in s["topology"]:
+        links = s["topology"]["links"]
+        q = links[0]
+        n = sum("aqm" in link for link in links)  # the chain's forward links; those back carry the ACKs
+        (f,) = s["flows"]
+        delays = _time_text(q["delay"]) + ("" if n == 1 else f" to {_time_text(links[n - 1]['delay'])}")
+        parts = [f"chain of {n} link{'s' if n > 1 else ''} and {n} back, {q['rate']}, {delays} each",
+                 f"{f['count']} {f['cc'].upper()} flows end to end"]  # fmt: skip
     else:
         q = s["topology"]["fat_tree"]
         k = q["k"]
@@ -277,7 +325,7 @@ def describe(name: str) -> str:
             parts.append(f"{w['kind']} of {w['senders']} x {w['size']['mean']} ({w['cc'].upper()}) every "
                          f"{_time_text(w['every'])}")  # fmt: skip
     aqm = f"AQM {q['aqm']}" + (f" ({_params_text(q['params'])})" if q.get("params") else "")
-    per_port = " per port" if "topology" in s else ""
+    per_port = " per port" if "fat_tree" in s.get("topology", {}) else " per link" if "topology" in s else ""
     parts.append(aqm + (f", {q['buffer']} buffer{per_port}" if "buffer" in q else ""))
     if s.get("tcp", {}).get("delayed_ack") is False:
         parts.append("an ACK for every packet")
@@ -289,7 +337,7 @@ def requirement(name: str) -> str | None:
     import aqmlab
 
     s = scenario(name)
-    aqm = s["bottleneck"]["aqm"] if "bottleneck" in s else s["topology"]["fat_tree"]["aqm"]
+    aqm = _queues(s)[0]["aqm"]
     if aqm not in aqmlab.registry()["aqm"]:
         return f"needs AQM '{aqm}', which this engine does not have yet"
     return None
@@ -505,7 +553,7 @@ def cli_bench(args: argparse.Namespace) -> int:
         width = max(len(n) for n in ALL_SCENARIOS)
         for n in ALL_SCENARIOS:
             why = requirement(n)
-            when = "  (on request: --only)" if n in ON_REQUEST else ""
+            when = "  (on request: --only)" if n not in SCENARIOS else ""
             print(f"{n:<{width}}  {describe(n)}{when}{'' if why is None else f'  (skipped: {why})'}")
         return 0
     names = list(dict.fromkeys(args.only or SCENARIOS))  # --only A-10 --only A-10 runs A-10 once
