@@ -111,7 +111,9 @@ def perf_of(exe: Path, tree: dict, summary_file: Path) -> dict:
     under callgrind: the engine is deterministic)."""
     scen = summary_file.with_suffix(".scenario.json")
     scen.write_text(json.dumps(tree))
-    subprocess.run([str(exe), str(scen), str(summary_file)], capture_output=True, text=True, check=True)
+    proc = subprocess.run([str(exe), str(scen), str(summary_file)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"instructions.py: {exe.name} {scen.name} failed: {proc.stderr.strip()[-400:]}")
     return json.loads(summary_file.read_text())["perf"]
 
 

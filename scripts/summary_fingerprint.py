@@ -45,7 +45,7 @@ BENCH_DURATION = {
     # bench`): D-codel's length, so that each discipline's path is checked.
     "D-pie": "12ms", "D-pi2": "12ms", "D-red": "12ms", "D-dualpi2": "12ms", "D-curvy_red": "12ms",
     "D-vdq_csaqm": "12ms",
-    # The chains (on request): one shared path, so a short run covers it.
+    # The chains (on request): every packet crosses every link, so 20 ms covers them.
     "chain-1": "20ms", "chain-4": "20ms", "chain-16": "20ms", "chain-64": "20ms",
 }
 
