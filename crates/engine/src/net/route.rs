@@ -82,9 +82,10 @@ pub fn compile(
 /// time; a queue with departure lookahead enters its packets up to a whole
 /// backlog ahead of now, so two such queues feeding one line interleave out
 /// of order and every such entry is a sorted insert (O(line length)). In a
-/// fat tree hundreds of equal-delay queues would share one line that way;
-/// a line per queue keeps every entry an append (its queue's departures are
-/// in order) at the cost of one line, and at most one pending event, per queue.
+/// fat tree hundreds of equal-delay queues would share one line that way,
+/// and in a graph every link of the same delay; a line per queue keeps
+/// every entry an append (its queue's departures are in order) at the cost
+/// of one line, and at most one pending event, per queue.
 pub fn compile_with(
     hops: &[Hop],
     links: &[Link],
