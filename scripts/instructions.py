@@ -106,11 +106,10 @@ def work_units(runjson_line: str, per: str, perf: dict | None = None) -> int:
     return int(perf["packet_hops"])
 
 
-def perf_of(exe: Path, tree: dict, summary_file: Path) -> dict:
-    """The summary's ``perf`` of a native run of ``tree`` (the same counts as
-    under callgrind: the engine is deterministic)."""
-    scen = summary_file.with_suffix(".scenario.json")
-    scen.write_text(json.dumps(tree))
+def perf_of(exe: Path, scen: Path, summary_file: Path) -> dict:
+    """The summary's ``perf`` of a native run of the scenario file ``scen``
+    (the one :func:`run` wrote; the same counts as under callgrind: the
+    engine is deterministic)."""
     proc = subprocess.run([str(exe), str(scen), str(summary_file)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"instructions.py: {exe.name} {scen.name} failed: {proc.stderr.strip()[-400:]}")
@@ -305,20 +304,17 @@ def main() -> int:
         with ThreadPoolExecutor(2) as pool:  # the two lengths at once, one core each
             lines = list(pool.map(lambda i: run(exe, trees[i], outs[i], a.lines > 0, caches, a.branches), range(2)))
         texts = [o.read_text() for o in outs]
-        perfs = [perf_of(exe, trees[i], Path(tmp) / f"summary-{i}.json") if per == "hops" else None for i in range(2)]
+        perfs = [perf_of(exe, o.with_suffix(".json"), o.with_suffix(".summary.json")) if per == "hops" else None for o in outs]
         units = work_units(lines[1], per, perfs[1]) - work_units(lines[0], per, perfs[0])
         total = (total_instructions(texts[1]) - total_instructions(texts[0])) / units
         print(f"{a.scenario}: {total:.1f} instructions per {per[:-1]} ({lengths[1]} minus {lengths[0]}: {units:,} {per})")
-        if a.cache:
-            print(f"simulated caches ({a.caches}): {' '.join(caches)}")
-            short, long = (event_totals(t) for t in texts)
-            for event, what in MISS_EVENTS.items():
-                print(f"{(long[event] - short[event]) / units:9.2f}  {what.replace('L2', last_level)} per {per[:-1]}")
-        if a.branches:
-            print("simulated branch predictor (callgrind --branch-sim=yes)")
-            short, long = (event_totals(t) for t in texts)
-            for event, what in BRANCH_EVENTS.items():
-                print(f"{(long[event] - short[event]) / units:9.2f}  {what} per {per[:-1]}")
+        short, long = (event_totals(t) for t in texts)
+        for on, title, events in ((a.cache, f"simulated caches ({a.caches}): {' '.join(caches)}", MISS_EVENTS),
+                                  (a.branches, "simulated branch predictor (callgrind --branch-sim=yes)", BRANCH_EVENTS)):
+            if on:
+                print(title)
+                for event, what in events.items():
+                    print(f"{(long[event] - short[event]) / units:9.2f}  {what.replace('L2', last_level)} per {per[:-1]}")
         if a.lines:
             short, long = (costs_by_address(t, exe.name, a.lines_by) for t in texts)
             diff = {k: (v - short.get(k, 0)) / units for k, v in long.items() if v != short.get(k, 0)}

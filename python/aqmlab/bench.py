@@ -308,7 +308,7 @@ def describe(name: str) -> str:
     elif "links" in s["topology"]:
         links = s["topology"]["links"]
         q = links[0]
-        n = sum("aqm" in link for link in links)  # the chain's forward links; those back carry the ACKs
+        n = len(links) // 2  # the chain's links forward, then as many back for the ACKs
         (f,) = s["flows"]
         delays = _time_text(q["delay"]) + ("" if n == 1 else f" to {_time_text(links[n - 1]['delay'])}")
         parts = [f"chain of {n} link{'s' if n > 1 else ''} and {n} back, {q['rate']}, {delays} each",
