@@ -47,6 +47,8 @@ BENCH_DURATION = {
     "D-vdq_csaqm": "12ms",
     # The chains (on request): every packet crosses every link, so 20 ms covers them.
     "chain-1": "20ms", "chain-4": "20ms", "chain-16": "20ms", "chain-64": "20ms",
+    # The dumbbells with access links (on request): their base scenario's length.
+    "A-10-access": "2s", "C-10000-access": "50ms",
 }
 
 

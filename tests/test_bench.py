@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import aqmlab
-from aqmlab.bench import ALL_SCENARIOS, CHAINS, SCENARIOS, headline, scenario
+from aqmlab.bench import ACCESS, ACCESS_RATE, ALL_SCENARIOS, CHAINS, SCENARIOS, headline, scenario
 from aqmlab.scenario import validate
 from conftest import cli
 
@@ -181,7 +181,7 @@ def test_a_chain_s_packets_cross_every_link_and_each_link_keeps_its_own_line() -
 
 def test_a_graph_s_equal_delay_links_each_keep_their_own_line() -> None:
     """In a graph, queues whose links have the same delay no longer share a
-    delay line (`World::line_per_queue`, stop 55): a shared line popped
+    delay line (`net::route::compile`, stop 55): a shared line popped
     several packets at one event and sorted every entry, 1.47 times slower
     on chain-16 with every delay 1 µs (docs/performance.md). With a line
     per queue every packet-hop is one line arrival, less the packets still
@@ -205,6 +205,28 @@ def test_every_ack1_scenario_is_its_base_with_delayed_acks_off() -> None:
         assert s["tcp"].pop("delayed_ack") is False and "delayed_ack" not in base["tcp"]
         assert s.pop("name") == base.pop("name") + "-ack1"
         assert s == base, name
+
+
+def test_an_access_benchmark_is_its_dumbbell_with_a_queue_per_flow_that_departs_on_arrival() -> None:
+    """A-10-access and C-10000-access are A-10 and C-10000 with one key
+    more, `access_rate`: each flow gets a tail-drop FIFO of its own, made
+    with the flow. A FIFO decides on arrival, so the access queues take
+    departure lookahead as the bottleneck does, and no queue of the run has
+    an end-of-transmission event; before stop 56 they were made after the
+    shortcuts were handed out, and A-10-access ran one such event per
+    packet (20.9 M events for 8.3 M packets, against 12.6 M since)."""
+    assert ACCESS == ("A-10-access", "C-10000-access")
+    for name in ACCESS:
+        s, base = scenario(name), scenario(name.removesuffix("-access"))
+        assert s["bottleneck"].pop("access_rate") == ACCESS_RATE and "access_rate" not in base["bottleneck"]
+        assert s.pop("name") == base.pop("name") + "-access"
+        assert s == base, name
+    r = aqmlab.run(scenario("A-10-access", "20ms"))
+    by_kind = r.perf["events_by_kind"]
+    assert r.perf["bottleneck_packets"] > 10_000 and by_kind.get("link_tx_done", 0) == 0, by_kind
+    # A packet crosses its access queue's line, then the bottleneck's: about
+    # one line arrival per packet more than A-10's half (an ACK per two).
+    assert 1.3 < by_kind["line_arrival"] / r.perf["bottleneck_packets"] < 1.6, by_kind
 
 
 def test_fat_tree_ack1_sends_an_ack_for_every_data_packet(tmp_path: Path) -> None:

@@ -58,11 +58,17 @@ back for the ACKs (tail-drop FIFOs, as a topology's reverse links have),
 10 DCTCP flows from one end to the other: the cost of a packet-hop as
 the path grows, counted in packet-hops like the fat trees. Every link has
 a delay of its own (forward link i 1 000 + i ns, back link i
-1 000 + N + i ns): links of equal delay share delay lines
-(`net::route::compile_with`), where two queues with departure lookahead
-make every entry a sorted insert, and a fat tree gives every queue a line
-of its own. The simulated time is 6.4 s / N, so that every length moves
-about 8 M packet-hops.
+1 000 + N + i ns), as when each queue first had delay lines of its own
+in a fat tree only (`net::route::compile`): links of equal delay then
+shared lines, which two queues with departure lookahead fill out of order.
+The simulated time is 6.4 s / N, so that every length moves about 8 M
+packet-hops.
+
+Also on request (:data:`ACCESS`; docs/performance.md, "Per-flow access
+links"): A-10-access and C-10000-access, scenario A with 10 and 10,000
+flows, each sending through an access link of its own
+(``bottleneck.access_rate``, :data:`ACCESS_RATE`, a tail-drop FIFO of
+100 ms): the cost of a second queue per flow, made with each flow.
 
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
 per-queue counters, the summary) except time series, which are off.
@@ -103,7 +109,7 @@ from typing import Any
 
 from aqmlab.bench_table import rate_text, table
 
-__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "CHAINS", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
+__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "CHAINS", "ACCESS", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
              "D-1024-ack1", "D-codel")  # fmt: skip
@@ -115,8 +121,16 @@ ON_REQUEST = ("D-pie", "D-pi2", "D-red", "D-dualpi2", "D-curvy_red", "D-vdq_csaq
 #: Benchmarks run only when named: chains of 1 to 64 links (the module's docs).
 CHAINS = ("chain-1", "chain-4", "chain-16", "chain-64")
 
+#: Benchmarks run only when named: dumbbells whose flows each have an access
+#: link of their own (the module's docs).
+ACCESS = ("A-10-access", "C-10000-access")
+
+#: A sender's access link in :data:`ACCESS`: twice the bottleneck's rate, so
+#: the bottleneck stays the bottleneck (our choice).
+ACCESS_RATE = "20Gbps"
+
 #: Every benchmark name, the default set first.
-ALL_SCENARIOS = SCENARIOS + ON_REQUEST + CHAINS
+ALL_SCENARIOS = SCENARIOS + ON_REQUEST + CHAINS + ACCESS
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -217,9 +231,9 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
     bottleneck rate (every link's rate in a fat tree; for scaling studies)."""
     if name not in ALL_SCENARIOS:
         raise ValueError(f"unknown benchmark '{name}' (allowed: {', '.join(ALL_SCENARIOS)})")
-    # An "-ack1" scenario is its base scenario's tree with one change, so the
-    # two cannot drift apart.
-    base = name.removesuffix("-ack1")
+    # An "-ack1" or "-access" scenario is its base scenario's tree with one
+    # change, so the two cannot drift apart.
+    base = name.removesuffix("-ack1").removesuffix("-access")
     if base in ("A-10", "A-100", "C-10", "C-1000", "C-10000"):
         s = _dumbbell_a(int(base.split("-")[1]))
         s["name"] = f"bench-{base}"
@@ -237,10 +251,13 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
             s["flows"][0].update(cc="prague", marker={})
     else:  # D-1024
         s = _fat_tree(16, "20ms")
-    if name != base:
+    if name.endswith("-ack1"):
         # An ACK for every data packet (RFC 5681 delayed ACKs off), as htsim's TcpSink.
         s["tcp"]["delayed_ack"] = False
         s["name"] += "-ack1"
+    if name.endswith("-access"):
+        s["bottleneck"]["access_rate"] = ACCESS_RATE
+        s["name"] += "-access"
     # `is not None`: an empty override is the engine's to refuse, not a
     # silent "no override" (`--duration ""` used to run the full 10 s).
     if duration is not None:
@@ -305,6 +322,8 @@ def describe(name: str) -> str:
         mix = " + ".join(f"{n} {cc.upper()}" for cc, n in ccs.items())
         parts = [f"dumbbell {q['rate']}", f"{total} flows ({mix})" if len(ccs) > 1 else f"{mix} flows",
                  f"base RTT {rtt}"]  # fmt: skip
+        if "access_rate" in q:
+            parts.append(f"each flow through its own {q['access_rate']} access link")
     elif "links" in s["topology"]:
         links = s["topology"]["links"]
         q = links[0]

@@ -72,6 +72,9 @@ pub struct World {
     outboxes: outbox::OutboxPool,
     tcp: TcpConfig,
     lookahead: bool,
+    /// Early hand-off for queues without departure lookahead (`engine.early_hand_off`,
+    /// by default from `EARLY_HAND_OFF_MIN_QUEUES` queues on; only with `lookahead`).
+    early_hand_off: bool,
     /// `engine.prefetch`, and the flow table is the prefetched kind (see `prefetch_flows_behind`).
     prefetch_flows: bool,
     /// `engine.prefetch` from `MEMORY_SHORTCUTS_MIN_LINKS` links on (see `prefetch_next_event`).

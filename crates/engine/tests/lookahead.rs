@@ -140,6 +140,35 @@ fn departure_lookahead_gives_identical_results_on_a_step_dumbbell() {
 }
 
 #[test]
+fn departure_lookahead_covers_a_dumbbell_s_per_flow_access_queues() {
+    // With `access_rate` every flow, the web flows made mid-run included,
+    // gets an access queue of its own, made after the topology's queues took
+    // their shortcuts; it must take departure lookahead too (a FIFO decides
+    // on arrival), with a delay line of its own: the access rate is below a
+    // flow's share, so the access queues hold backlogs and enter packets on
+    // their lines well ahead of now, in an order no shared line would keep.
+    let s = json!({
+        "duration": "6s", "warmup": "1000000007ns", "seed": 17,
+        "bottleneck": {"rate": "49999991bps", "buffer": "40pkt", "aqm": "step", "delay": "500009ns",
+                       "params": {"threshold": "17pkt"}, "access_rate": "13000027bps",
+                       "reverse": {"rate": "2500009bps", "buffer": "30pkt"}},
+        "flows": [
+            {"cc": "dctcp", "rtt": "5000011ns", "count": 3, "start_jitter": "11ms"},
+            {"cc": "cubic", "rtt": "17000023ns", "ecn": "classic"},
+            {"cc": "reno", "rtt": "29000039ns", "stop": "4000000013ns"}
+        ],
+        "workloads": [{"kind": "web", "rate": "5/s", "size": {"dist": "pareto", "min": "3KB", "max": "300KB", "shape": 1.3},
+                       "cc": "dctcp", "rtt": "11000071ns"}],
+        "metrics": {"interval": "20ms", "sojourn_samples_every": 5}
+    });
+    let (a, b) = both(s);
+    assert_same(&a, &b);
+    assert!(a.summary()["workload_flows"]["completed"].as_u64() > Some(10), "web flows made mid-run: {}", a.summary()["workload_flows"]["completed"]);
+    assert_eq!(tx_done_events(&a), 0, "the bottleneck, the reverse queue and every access queue depart on arrival");
+    assert!(tx_done_events(&b) > 20_000, "{}", tx_done_events(&b));
+}
+
+#[test]
 fn departure_lookahead_gives_identical_results_through_queues_in_series() {
     // r0 -> r1 has no delay, so its departures reach r1's queue through a
     // zero-delay line; r1 -> r2 marks on a byte threshold and is followed by

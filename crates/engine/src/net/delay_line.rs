@@ -1,10 +1,10 @@
 //! A propagation delay: every packet leaves exactly `delay_ns` after it
 //! entered. Because the delay is constant, departures are in entry order, so
 //! only the head needs an event: the event list holds one entry per busy
-//! line, not one per packet in flight. On a dumbbell, lines are shared by
-//! every path with the same delay (packets carry their own route), so ten
-//! thousand equal-RTT flows need a handful of lines; in a fat tree or a
-//! graph every queue has lines of its own (`route::compile_with`).
+//! line, not one per packet in flight. Lines are shared by every path with
+//! the same delay after the same queue (packets carry their own route), so
+//! ten thousand equal-RTT flows through one bottleneck need a handful of
+//! lines; each queue has lines of its own (`route::compile`).
 //!
 //! A receiver that runs ahead of real time (see `Stage::SinkLine`) may hand
 //! a line a departure earlier than one already queued (a delayed-ACK timer of

@@ -5,7 +5,8 @@
 //! a *queue* stage for each link with a rate, and one *line* stage for each
 //! run of pure delay between queues (the propagation delay of the link just
 //! left plus every following rate-less link).
-//! Lines with equal delay are shared; each needs at most one pending event.
+//! Lines with equal delay after the same queue (or before any) are shared;
+//! each needs at most one pending event.
 //! Routes with equal stages are shared too: the ten thousand flows of a
 //! dumbbell use two routes, so looking a stage up stays in cache.
 
@@ -44,15 +45,16 @@ pub struct Routes {
 }
 
 /// Key of a delay line: its delay, the rate-less random-loss links merged
-/// into it, and the queue it serves alone ([`SHARED`] for none).
+/// into it, and the queue whose departures it takes ([`SHARED`] for none).
 pub type LineKey = (u64, Vec<u32>, u32);
 
-/// A line's owner when it is shared by every path with its delay.
+/// A line's owner when it comes before any queue: shared by every path with its delay.
 pub const SHARED: u32 = u32::MAX;
 
 /// The delay line of `delay_ns` whose packets cross the rate-less random-loss
-/// links `lossy`, shared by every path with the same pair (or, with `owner`
-/// a link, by the paths leaving that link's queue); created on first use.
+/// links `lossy`, shared by every path with the same pair that leaves the
+/// queue of link `owner` ([`SHARED`]: that starts before any queue);
+/// created on first use.
 pub fn shared_line(
     lines: &mut Lines,
     line_index: &mut BTreeMap<LineKey, u32>,
@@ -65,33 +67,28 @@ pub fn shared_line(
     })
 }
 
-/// Compile `hops` into the stages a packet visits. Delay lines are shared
-/// by every route with the same delay and random-loss links (`line_index`);
-/// with `line_per_queue`, a line that follows a queue serves that queue
-/// alone (see [`compile_with`]).
+/// Compile `hops` into the stages a packet visits. A line that follows a
+/// queue serves that queue alone; the lines before a path's first queue are
+/// shared by every route with the same delay and random-loss links
+/// (`line_index`).
+///
+/// A line is a FIFO in exit time, and a queue with departure lookahead
+/// enters its packets up to a whole backlog ahead of now: two such queues
+/// feeding one line would interleave out of order and make every entry a
+/// sorted insert (O(line length)). With a line per queue every entry is an
+/// append (a queue's departures are in order), for one line, and at most
+/// one pending event, per queue. Graphs' queues shared lines until stop
+/// 55: chains of 16 (64) links of 1 µs ran 1.47 (1.99) times as fast with
+/// a line per queue. A dumbbell's until stop 56, when its per-flow access
+/// queues took departure lookahead: equal-RTT flows' access links would
+/// share one line (docs/performance.md). The paths of a dumbbell's ten
+/// thousand flows still share a handful of lines: their queue is the same
+/// bottleneck.
 pub fn compile(
     hops: &[Hop],
     links: &[Link],
     lines: &mut Lines,
     line_index: &mut BTreeMap<LineKey, u32>,
-) -> Vec<Stage> {
-    compile_with(hops, links, lines, line_index, false)
-}
-
-/// [`compile`], choosing how lines are shared. A line is a FIFO in exit
-/// time; a queue with departure lookahead enters its packets up to a whole
-/// backlog ahead of now, so two such queues feeding one line interleave out
-/// of order and every such entry is a sorted insert (O(line length)). In a
-/// fat tree hundreds of equal-delay queues would share one line that way,
-/// and in a graph every link of the same delay; a line per queue keeps
-/// every entry an append (its queue's departures are in order) at the cost
-/// of one line, and at most one pending event, per queue.
-pub fn compile_with(
-    hops: &[Hop],
-    links: &[Link],
-    lines: &mut Lines,
-    line_index: &mut BTreeMap<LineKey, u32>,
-    line_per_queue: bool,
 ) -> Vec<Stage> {
     let mut stages = vec![];
     let mut acc_ns = 0u64;
@@ -118,7 +115,7 @@ pub fn compile_with(
                     flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, &mut stages);
                     stages.push(Stage::Queue(l));
                     line_needed = q.departs_on_arrival();
-                    owner = if line_per_queue { l } else { SHARED };
+                    owner = l;
                 } else if link.loses_or_marks() {
                     lossy.push(l);
                 }

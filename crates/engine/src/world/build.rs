@@ -9,16 +9,13 @@ impl World {
     /// Build from a validated scenario (see [`crate::scenario::parse`]).
     pub fn new(s: &Scenario) -> Result<World, String> {
         let (topology, mut links) = Topology::build(s, queue_options(s))?;
+        let queues = links.iter().filter(|l| l.queue.is_some()).count();
+        let early_hand_off = s.engine.lookahead && s.engine.early_hand_off.unwrap_or(queues >= super::event_loop::EARLY_HAND_OFF_MIN_QUEUES);
         if s.engine.lookahead {
-            let queues = links.iter().filter(|l| l.queue.is_some()).count();
-            let early = s.engine.early_hand_off.unwrap_or(queues >= super::event_loop::EARLY_HAND_OFF_MIN_QUEUES);
             for (i, l) in links.iter_mut().enumerate() {
                 // A link on a shared medium waits for the other direction: its departures are not known on arrival.
                 let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
-                l.enable_departure_lookahead(variable);
-                if early {
-                    l.enable_early_hand_off();
-                }
+                enable_queue_shortcuts(l, variable, early_hand_off);
             }
         }
         let mut w = World {
@@ -39,6 +36,7 @@ impl World {
             outboxes: outbox::OutboxPool::default(),
             tcp: s.tcp.clone(),
             lookahead: s.engine.lookahead,
+            early_hand_off,
             prefetch_flows: s.engine.prefetch,
             prefetch_events: false,
             prefetch_deep: false,
@@ -215,7 +213,16 @@ impl World {
     /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
     pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
+        let first_new_link = self.links.len();
         let mut paths = self.topology.paths(id, attach, &mut self.links)?;
+        // A dumbbell's per-flow access queues are made here, after the
+        // topology's links took their shortcuts in `World::new`: they take
+        // the same (an access link neither changes rate nor shares a medium).
+        if self.lookahead {
+            for l in &mut self.links[first_new_link..] {
+                enable_queue_shortcuts(l, false, self.early_hand_off);
+            }
+        }
         info.base_rtt_ns = paths.base_rtt_ns;
         // The source's clock lags real time by its pure-delay first hop, which
         // then disappears from the forward path and reappears at the end of the
@@ -230,9 +237,8 @@ impl World {
         } else {
             0
         };
-        let per_queue = self.topology.line_per_queue();
-        let mut fwd = route::compile_with(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index, per_queue);
-        let rev = route::compile_with(&paths.rev, &self.links, &mut self.lines, &mut self.line_index, per_queue);
+        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
+        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
         if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
             route::make_sink_line(&mut fwd);
         }
@@ -363,4 +369,15 @@ fn machine_memory_bytes() -> Option<u64> {
         line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
     };
     Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
+}
+
+/// Give a link's queue the event-saving shortcuts that are exact for it
+/// (`net::link`): departure lookahead unless its departures can change
+/// after arrival (`variable`: a shared medium, a rate schedule), else early
+/// hand-off where `early_hand_off` is on.
+fn enable_queue_shortcuts(l: &mut Link, variable: bool, early_hand_off: bool) {
+    l.enable_departure_lookahead(variable);
+    if early_hand_off {
+        l.enable_early_hand_off();
+    }
 }

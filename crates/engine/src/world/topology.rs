@@ -198,17 +198,6 @@ impl Topology {
         }
     }
 
-    /// Whether each queue gets delay lines of its own (see `route::compile_with`):
-    /// in a fat tree and in a graph, whose equal-delay links would otherwise
-    /// share lines that their queues fill out of order. A graph of 16 (64)
-    /// links of 1 µs in a row ran 1.47 (1.99) times as fast with them, with
-    /// the same results (docs/performance.md, "Scaling with path length").
-    /// A dumbbell keeps its shared lines: ten thousand flows' paths share a
-    /// handful (`net::delay_line`).
-    pub fn line_per_queue(&self) -> bool {
-        matches!(self.shape, Shape::FatTree(_) | Shape::Graph { .. })
-    }
-
     /// Paths for new flow `flow`; may add per-flow access links (dumbbell with an access rate).
     pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
         match (&self.shape, attach) {
