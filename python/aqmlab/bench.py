@@ -58,11 +58,11 @@ back for the ACKs (tail-drop FIFOs, as a topology's reverse links have),
 10 DCTCP flows from one end to the other: the cost of a packet-hop as
 the path grows, counted in packet-hops like the fat trees. Every link has
 a delay of its own (forward link i 1 000 + i ns, back link i
-1 000 + N + i ns), as when each queue first had delay lines of its own
-in a fat tree only (`net::route::compile`): links of equal delay then
-shared lines, which two queues with departure lookahead fill out of order.
-The simulated time is 6.4 s / N, so that every length moves about 8 M
-packet-hops.
+1 000 + N + i ns): they were defined when only a fat tree gave each queue
+delay lines of its own, and a graph's links of equal delay shared lines
+that two queues with departure lookahead fill out of order (since stop 55
+`net::route::compile` gives every queue its own). The simulated time is
+6.4 s / N, so that every length moves about 8 M packet-hops.
 
 Also on request (:data:`ACCESS`; docs/performance.md, "Per-flow access
 links"): A-10-access and C-10000-access, scenario A with 10 and 10,000
