@@ -60,7 +60,7 @@ impl Bernoulli {
         if let Some(p) = cfg.p_l4s {
             check_probability("p_l4s", p)?;
         }
-        Ok(Bernoulli { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit, cfg })
+        Ok(Bernoulli { q: PacketQueue::with_capacity(initial_capacity(&env.limit)), limit: env.limit, cfg })
     }
 
     /// The probability that applies to `pkt`.

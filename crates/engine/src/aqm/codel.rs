@@ -266,7 +266,7 @@ pub struct Codel {
 impl Codel {
     pub fn new(cfg: CodelConfig, env: &QdiscEnv) -> Result<Self, String> {
         Ok(Codel {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
+            q: PacketQueue::with_capacity(initial_capacity(&env.limit)),
             limit: env.limit,
             params: cfg.codel_params(env.mtu_bytes)?,
             vars: CodelVars::default(),

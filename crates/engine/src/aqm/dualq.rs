@@ -165,7 +165,7 @@ impl DualQueue {
             }
             SchedulerKind::TsFifo => Sched::TsFifo { tshift_ns },
         };
-        let cap = initial_capacity(&limit, mtu);
+        let cap = initial_capacity(&limit);
         Ok(DualQueue {
             l: PacketQueue::with_capacity(cap),
             c: PacketQueue::with_capacity(cap),

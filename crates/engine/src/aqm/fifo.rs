@@ -17,8 +17,9 @@ pub struct PacketQueue {
 
 impl PacketQueue {
     /// A queue that reserves room for `pkts` packets (rounded up to a power
-    /// of two, `sim::ring`) at its first push, so it never reallocates in
-    /// steady state, while a queue that never holds a packet (departure
+    /// of two, `sim::ring`) at its first push and grows only by doubling, to
+    /// its largest backlog, so it does not reallocate in steady state,
+    /// while a queue that never holds a packet (departure
     /// lookahead keeps its own records) costs nothing: a fat tree has
     /// thousands, and 256 packets are 16 KB each.
     pub fn with_capacity(pkts: usize) -> Self {
@@ -61,12 +62,22 @@ impl PacketQueue {
     }
 }
 
-/// Initial ring capacity: large enough that a typical queue never reallocates.
-pub(crate) fn initial_capacity(limit: &QueueLimit, mtu: u32) -> usize {
+/// The most packets a queue reserves room for at its first packet (16 KB):
+/// our choice. It covers the benchmarks' buffers (250 packets) without a
+/// reallocation; a larger buffer's ring grows by doubling to the largest
+/// backlog it holds, a few times per run at most. At 16 384 (up to stop
+/// 56) every queue with a large buffer filled 1 MB at its first packet,
+/// backlog or not: 10 000 per-flow access queues of 100 ms without
+/// departure lookahead took 11.8 GB (docs/performance.md, "Per-flow
+/// access links").
+const INITIAL_CAPACITY_MAX_PKTS: u64 = 256;
+
+/// Initial ring capacity: the buffer in packets (in bytes, counted as
+/// 64-byte packets, the smallest), at most [`INITIAL_CAPACITY_MAX_PKTS`].
+pub(crate) fn initial_capacity(limit: &QueueLimit) -> usize {
     let by_pkts = limit.pkts.unwrap_or(u64::MAX);
     let by_bytes = limit.bytes.map_or(u64::MAX, |b| b / 64);
-    let _ = mtu;
-    by_pkts.min(by_bytes).min(16_384) as usize
+    by_pkts.min(by_bytes).min(INITIAL_CAPACITY_MAX_PKTS) as usize
 }
 
 /// FIFO has no parameters of its own; the buffer limit comes from the scenario.
@@ -88,7 +99,7 @@ impl Fifo {
     }
 
     pub fn new(_cfg: FifoConfig, env: &QdiscEnv) -> Result<Self, String> {
-        Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit })
+        Ok(Fifo { q: PacketQueue::with_capacity(initial_capacity(&env.limit)), limit: env.limit })
     }
 }
 
@@ -128,6 +139,7 @@ mod tests {
     use super::*;
     use crate::aqm::testing::{data, env, Harness};
     use crate::packet::Ecn;
+    use crate::sim::units::BufferSpec;
 
     #[test]
     fn fifo_tail_drops_at_the_packet_limit_and_keeps_order() {
@@ -153,5 +165,25 @@ mod tests {
         }
         assert_eq!(h.q.len_pkts(), 2);
         assert_eq!(h.q.backlog_bytes(), 3000);
+    }
+
+    #[test]
+    fn a_large_buffer_reserves_a_small_ring_and_grows_it_to_the_backlog() {
+        // 100 ms at 20 Gbit/s (a per-flow access queue): 250 MB, room for
+        // 3.9 M packets of 64 bytes; the ring starts at 256 slots (16 KB)
+        // and doubles as the backlog grows, keeping the order.
+        let e = QdiscEnv { limit: QueueLimit::from_spec(BufferSpec::Time(100_000_000), 20_000_000_000), ..env(1, 1) };
+        let mut f = Fifo::new(FifoConfig {}, &e).unwrap();
+        let mut q = std::mem::take(&mut f.q); // the discipline's ring, driven directly
+        let mut p = data(0, Ecn::NotEct);
+        q.push(p);
+        assert_eq!(q.q.capacity(), 256);
+        for seq in 1..5_000u64 {
+            p.seq = seq;
+            q.push(p);
+        }
+        assert_eq!((q.len(), q.q.capacity()), (5_000, 8_192));
+        let seqs: Vec<u64> = std::iter::from_fn(|| q.pop()).map(|p| p.seq).collect();
+        assert_eq!(seqs, (0..5_000).collect::<Vec<_>>());
     }
 }

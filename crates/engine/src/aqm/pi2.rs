@@ -94,7 +94,7 @@ impl Pi2 {
         }
         let vars = Pi2Vars { next_timer_ns: cfg.tupdate_ns, ..Pi2Vars::default() };
         Ok(Pi2 {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
+            q: PacketQueue::with_capacity(initial_capacity(&env.limit)),
             limit: env.limit,
             mtu: env.mtu_bytes as u64,
             cfg,

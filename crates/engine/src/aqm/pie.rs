@@ -286,7 +286,7 @@ impl Pie {
         }
         let vars = PieVars { burst_ns: params.max_burst_ns, ..PieVars::default() };
         Ok(Pie {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
+            q: PacketQueue::with_capacity(initial_capacity(&env.limit)),
             limit: env.limit,
             next_timer_ns: params.tupdate_ns,
             params,

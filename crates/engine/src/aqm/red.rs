@@ -303,7 +303,7 @@ impl Red {
         let next_timer_ns = params.adapt.as_ref().map_or(0, |a| a.interval_ns);
         let vars = RedVars { max_p, idle_since_ns: Some(0), next_timer_ns, ..RedVars::default() };
         Ok(Red {
-            q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)),
+            q: PacketQueue::with_capacity(initial_capacity(&env.limit)),
             limit: env.limit,
             params,
             vars,

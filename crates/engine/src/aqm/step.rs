@@ -55,7 +55,7 @@ impl Step {
         if matches!(cfg.threshold, BufferSpec::Packets(0) | BufferSpec::Bytes(0) | BufferSpec::Time(0)) {
             return Err("threshold: must be positive".into());
         }
-        Ok(Step { q: PacketQueue::with_capacity(initial_capacity(&env.limit, env.mtu_bytes)), limit: env.limit, cfg })
+        Ok(Step { q: PacketQueue::with_capacity(initial_capacity(&env.limit)), limit: env.limit, cfg })
     }
 
     /// Apply the step to `pkt`; false if it was dropped (a Not-ECT packet
