@@ -13,9 +13,7 @@ impl World {
         let early_hand_off = s.engine.lookahead && s.engine.early_hand_off.unwrap_or(queues >= super::event_loop::EARLY_HAND_OFF_MIN_QUEUES);
         if s.engine.lookahead {
             for (i, l) in links.iter_mut().enumerate() {
-                // A link on a shared medium waits for the other direction: its departures are not known on arrival.
-                let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
-                enable_queue_shortcuts(l, variable, early_hand_off);
+                enable_queue_shortcuts(i, l, &topology, early_hand_off);
             }
         }
         let mut w = World {
@@ -217,10 +215,10 @@ impl World {
         let mut paths = self.topology.paths(id, attach, &mut self.links)?;
         // A dumbbell's per-flow access queues are made here, after the
         // topology's links took their shortcuts in `World::new`: they take
-        // the same (an access link neither changes rate nor shares a medium).
+        // them by the same rule.
         if self.lookahead {
-            for l in &mut self.links[first_new_link..] {
-                enable_queue_shortcuts(l, false, self.early_hand_off);
+            for (i, l) in self.links.iter_mut().enumerate().skip(first_new_link) {
+                enable_queue_shortcuts(i, l, &self.topology, self.early_hand_off);
             }
         }
         info.base_rtt_ns = paths.base_rtt_ns;
@@ -371,11 +369,13 @@ fn machine_memory_bytes() -> Option<u64> {
     Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
 }
 
-/// Give a link's queue the event-saving shortcuts that are exact for it
+/// Give link `i`'s queue the event-saving shortcuts that are exact for it
 /// (`net::link`): departure lookahead unless its departures can change
-/// after arrival (`variable`: a shared medium, a rate schedule), else early
-/// hand-off where `early_hand_off` is on.
-fn enable_queue_shortcuts(l: &mut Link, variable: bool, early_hand_off: bool) {
+/// after arrival, else early hand-off where `early_hand_off` is on.
+fn enable_queue_shortcuts(i: usize, l: &mut Link, topology: &Topology, early_hand_off: bool) {
+    // A link on a shared medium waits for the other direction, and a rate
+    // schedule changes a transmission's end: departures not known on arrival.
+    let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
     l.enable_departure_lookahead(variable);
     if early_hand_off {
         l.enable_early_hand_off();
