@@ -58,3 +58,56 @@ def test_estimate_scales_with_flows_and_intervals() -> None:
         check(e2, max_memory_bytes=e2.memory_bytes - 1)
     check(e2, max_memory_bytes=e2.memory_bytes)
     assert parse_bytes("2GiB") == 2 * 2**30 and parse_bytes("1.5GB") == 1_500_000_000
+
+
+def _web(rate: str, bottleneck: str, interval: str) -> dict:
+    return {
+        "duration": "10s",
+        "metrics": {"interval": interval},
+        "bottleneck": {"rate": bottleneck, "buffer": "50ms"},
+        "workloads": [
+            {"kind": "web", "rate": rate, "cc": "reno", "rtt": "100ms", "size": {"dist": "exponential", "mean": "50KB"}}
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    "rate, bottleneck, interval",
+    [
+        ("100/s", "100Mbps", "10ms"),  # 40 Mbit/s offered: flows end within a few RTTs
+        ("100/s", "20Mbps", "100ms"),  # 40 Mbit/s offered to 20: the flows pile up
+    ],
+)
+def test_a_workload_s_time_series_rows_are_estimated_within_a_factor_of_two(rate: str, bottleneck: str, interval: str) -> None:
+    # The guard's stated accuracy (docs/reliability.md, "Resource guard"),
+    # on what a workload's flows cost most: their time-series rows.
+    s = _web(rate, bottleneck, interval)
+    e = estimate(aqmlab.validate(s))
+    rows = len(aqmlab.run(s).timeseries)
+    assert 0.5 <= e.flow_rows / rows <= 2.0, (e.flow_rows, rows)
+
+
+def test_a_long_web_workload_is_not_charged_a_row_per_interval_for_every_flow() -> None:
+    # 2 000 flows per second for 128 s: `aqmlab run` used to refuse it as
+    # "99.8 GB (256,000 flows × 1,281 metric intervals)"; it peaks at 471 MB.
+    s = _web("2000/s", "1Gbps", "100ms")
+    s["duration"] = "128s"
+    s["workloads"][0]["size"] = {"dist": "pareto", "min": "2KB", "max": "1MB", "shape": 1.2}
+    e = estimate(aqmlab.validate(s))
+    assert e.flows == 256_000
+    assert 300e6 < e.memory_bytes < 1e9, e.describe()
+
+
+def test_a_fat_tree_is_estimated_from_its_ports_and_its_permutation_s_flows() -> None:
+    # k = 8: 128 hosts, 768 queues (3k³/4 links, each way). Before, the
+    # estimate saw no link and one flow: "under a second (0 packets)" for
+    # 100 s of it, which takes hours (the D benchmark moves 45 M packet-hops
+    # in 100 ms in 5.5 s).
+    s = {"duration": "100s", "topology": {"fat_tree": {"k": 8, "rate": "10Gbps", "delay": "1us"}},
+         "flows": [{"cc": "dctcp", "pattern": "permutation", "count": 2}]}  # fmt: skip
+    e = estimate(aqmlab.validate(s))
+    assert e.flows == 2 * 128
+    assert e.packets == pytest.approx(768 * 10e9 * 100 / 12_000)
+    assert e.wall_s > 3600
+    bigger = estimate(aqmlab.validate({**s, "topology": {"fat_tree": {"k": 16, "rate": "10Gbps", "delay": "1us"}}}))
+    assert bigger.memory_bytes - e.memory_bytes >= (6_144 - 768) * 20_000

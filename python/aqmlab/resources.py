@@ -10,6 +10,7 @@ factor of about two, which is what a refusal needs. Standard library only.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -23,10 +24,21 @@ __all__ = ["Estimate", "ResourceError", "available_memory_bytes", "check", "esti
 #: measured as the peak-RSS slope of 10 ms runs with 10^4 and 10^5 CUBIC
 #: flows: 4.9 KB per flow.
 FLOW_BYTES = 5_000
+#: A workload's short flow, once it has ended (its record, counters and
+#: summary row; its time-series rows are counted apart): the peak-RSS slope
+#: of `aqmlab run` over 32 s and 128 s of 2 000 web flows per second
+#: (64 480 and 256 337 flows): 1.55 kB per flow, less its 1.42 rows of
+#: ~300 B.
+WORKLOAD_FLOW_BYTES = 1_200
 #: One flow's time-series rows per metrics interval, in the engine and as
 #: DataFrames (flow_ts 122 B + two probe rows of 49 B, plus the engine's
 #: columns they are converted from), measured on a 10-flow run: ~300 B.
 FLOW_INTERVAL_BYTES = 300
+#: A queue (its state and sojourn histograms; a fat tree's ports, a
+#: graph's links each way): the peak-RSS slope of the D and D-1024
+#: benchmarks (768 and 6 144 ports, 72.5 and 199.4 MB), less their hosts'
+#: flows at FLOW_BYTES: 22.8 kB per queue.
+QUEUE_BYTES = 23_000
 #: The interpreter, the package and the engine's fixed tables.
 BASE_BYTES = 100_000_000
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
@@ -41,15 +53,21 @@ class ResourceError(ScenarioError):
 
 @dataclass(frozen=True)
 class Estimate:
+    #: Flows in all: the groups' and those the workloads are expected to start.
     flows: int
+    #: Metric intervals in the run (0 without time series).
     intervals: int
     memory_bytes: int
     packets: float
     wall_s: float
+    #: Per-flow time-series rows: a long-lived flow has one per interval, a
+    #: workload's flow one per interval it lives, plus one.
+    flow_rows: int = 0
 
     def describe(self) -> str:
-        return (f"about {_bytes_text(self.memory_bytes)} of memory ({self.flows:,} flows × {self.intervals:,} "
-                f"metric intervals) and {_duration_text(self.wall_s)} ({self.packets:.3g} packets)")  # fmt: skip
+        return (f"about {_bytes_text(self.memory_bytes)} of memory ({self.flows:,} flows, {self.flow_rows:,} "
+                f"time-series rows over {self.intervals:,} metric intervals) and {_duration_text(self.wall_s)} "
+                f"({self.packets:.3g} packets)")  # fmt: skip
 
 
 def _ns(text: Any) -> int:
@@ -71,23 +89,91 @@ def _bps(text: Any) -> float:
 def estimate(normalized: dict[str, Any]) -> Estimate:
     """Memory and time of a run of a *normalised* scenario (aqmlab.validate's output)."""
     duration_s = _ns(normalized.get("duration")) / 1e9
-    flows = sum(int(f.get("count", 1) or 1) for f in normalized.get("flows", []))
-    for w in normalized.get("workloads", []) or []:
-        rate = re.fullmatch(r"([0-9.]+)/s", str(w.get("rate", "")).strip())
-        if rate:
-            flows += int(float(rate.group(1)) * duration_s)
+    topology = normalized.get("topology") or {}
+    fat_tree = topology.get("fat_tree") or {}
+    # A k-ary fat tree: k³/4 hosts; its 3k³/4 links (host to edge, edge to
+    # aggregation, aggregation to core) carry a queue each way.
+    k = int(fat_tree.get("k", 0) or 0)
+    hosts = k**3 // 4
+    # A `pattern` (a permutation) gives every host `count` flows.
+    long_lived = sum(int(f.get("count", 1) or 1) * (hosts if f.get("pattern") and hosts else 1)
+                     for f in normalized.get("flows", []))  # fmt: skip
     metrics = normalized.get("metrics", {}) or {}
     interval_s = _ns(metrics.get("interval", "100ms")) / 1e9 or 0.1
-    intervals = int(duration_s / interval_s) + 1 if metrics.get("timeseries", True) else 0
-    memory = BASE_BYTES + flows * FLOW_BYTES + flows * intervals * FLOW_INTERVAL_BYTES
-    if "topology" in normalized and normalized["topology"]:
-        links = normalized["topology"].get("links", []) or []
+    timeseries = bool(metrics.get("timeseries", True))
+    intervals = int(duration_s / interval_s) + 1 if timeseries else 0
+    tcp = normalized.get("tcp") or {}
+    mtu = int(tcp.get("mtu_bytes", 1500) or 1500)
+    mss = max(1, mtu - int(tcp.get("header_bytes", 52) or 52))
+    if fat_tree:
+        queues = 6 * hosts
+        rate_bps = queues * _bps(fat_tree.get("rate"))
+    elif topology:
+        links = [link for link in topology.get("links", []) or [] if link.get("rate")]
+        queues = sum(2 if link.get("duplex") else 1 for link in links)
         rate_bps = sum(_bps(link.get("rate")) for link in links)
     else:
+        queues = 1
         rate_bps = _bps((normalized.get("bottleneck") or {}).get("rate"))
-    mtu = int((normalized.get("tcp") or {}).get("mtu_bytes", 1500) or 1500)
+    # A graph's or a fat tree's bottleneck is not one link: no load test.
+    bottleneck_bps = None if topology else rate_bps
+    short, short_rows = 0.0, 0.0
+    for w in normalized.get("workloads", []) or []:
+        count, rows = _workload_flows(w, duration_s, interval_s, mss, bottleneck_bps)
+        short += count
+        short_rows += rows if timeseries else 0.0
+    flows = long_lived + int(short)
+    flow_rows = long_lived * intervals + int(short_rows)
+    memory = (BASE_BYTES + queues * QUEUE_BYTES + long_lived * FLOW_BYTES + int(short * WORKLOAD_FLOW_BYTES)
+              + flow_rows * FLOW_INTERVAL_BYTES)  # fmt: skip
     packets = max(rate_bps * duration_s / (8 * mtu), _unresponsive_packets(normalized, duration_s, mtu))
-    return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S)
+    return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S, flow_rows)
+
+
+def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss: int,
+                    bottleneck_bps: float | None) -> tuple[float, float]:  # fmt: skip
+    """A workload's expected flow count and their time-series rows.
+
+    A flow is sampled at every interval it is alive, and once more when it
+    has ended. Its life is taken as a handshake and the slow-start rounds
+    its mean size needs, `rtt × (2 + log2(1 + mean / (IW × MSS)))`, plus
+    that size at the bottleneck's rate (docs/reliability.md, "Resource
+    guard"). A workload that offers its dumbbell's bottleneck at least its
+    rate never drains: each of its flows is charged as alive from its start
+    to the workload's end, half its active time on average."""
+    start_s = _ns(w.get("start", "0ns")) / 1e9
+    stop_s = min(_ns(w["stop"]) / 1e9, duration_s) if w.get("stop") else duration_s
+    active_s = max(0.0, stop_s - start_s)
+    every_s = _ns(w.get("every")) / 1e9 if w.get("every") else 0.0
+    if every_s > 0:
+        count = float(int(w.get("senders", 0) or 0) * math.ceil(active_s / every_s))
+    else:
+        rate = re.fullmatch(r"([0-9.]+)/s", str(w.get("rate", "")).strip())
+        count = float(rate.group(1)) * active_s if rate else 0.0
+    mean_bytes = _mean_size_bytes(w.get("size") or {})
+    initial_window = float((w.get("params") or {}).get("initial_window", 10) or 10)
+    life_s = _ns(w.get("rtt", "0ns")) / 1e9 * (2 + math.log2(1 + mean_bytes / (initial_window * mss)))
+    if bottleneck_bps:
+        life_s += mean_bytes * 8 / bottleneck_bps
+        offered_bps = count * mean_bytes * 8 / active_s if active_s > 0 else 0.0
+        if offered_bps >= bottleneck_bps:
+            life_s = max(life_s, active_s / 2)
+    return count, count * (1 + life_s / interval_s)
+
+
+def _mean_size_bytes(size: dict[str, Any]) -> float:
+    """The mean of a workload's flow-size distribution (the engine's four)."""
+    dist = size.get("dist")
+    lo, hi = (_size_bytes(size.get(k)) for k in ("min", "max"))
+    if dist == "uniform":
+        return (lo + hi) / 2
+    if dist == "pareto" and 0 < lo < hi:
+        a = float(size.get("shape", 1.2))
+        if a == 1.0:
+            return hi * lo / (hi - lo) * math.log(hi / lo)
+        # The Pareto of shape a truncated to [lo, hi] (sim/rng.rs, `bounded_pareto`).
+        return lo**a / (1 - (lo / hi) ** a) * a / (a - 1) * (lo ** (1 - a) - hi ** (1 - a))
+    return float(_size_bytes(size.get("mean")))
 
 
 def _unresponsive_packets(normalized: dict[str, Any], duration_s: float, mtu: int) -> float:

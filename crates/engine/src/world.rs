@@ -66,6 +66,10 @@ pub struct World {
     routes: Routes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
+    /// The flows a sample still visits, in id order: a flow leaves once its
+    /// last sample is taken (`Flow::sampled_done`), so that a sample costs
+    /// the flows alive, not every flow a workload ever started.
+    sampled_flows: Vec<u32>,
     topology: Topology,
     workloads: Vec<WorkloadGen>,
     /// Buffers for what endpoints send (`outbox`).

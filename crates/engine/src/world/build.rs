@@ -29,6 +29,7 @@ impl World {
             routes: Routes::default(),
             flows: vec![],
             flow_counters: vec![],
+            sampled_flows: vec![],
             topology,
             workloads: vec![],
             outboxes: outbox::OutboxPool::default(),
@@ -88,6 +89,21 @@ impl World {
         }
         w.flows.try_reserve_exact(long_lived).map_err(|_| too_many())?;
         w.flow_counters.try_reserve_exact(long_lived).map_err(|_| too_many())?;
+        // Room for the flows workloads are expected to start, too: grown by
+        // doubling, a table of 256 000 web flows (128 s at 2 000 per second)
+        // was copied whole at every doubling, and the run is 1.18 x as fast
+        // without the copies (docs/performance.md, "Workload flows over long
+        // runs"). Only a hint: address space the flows never fill is not
+        // backed, and a count beyond the machine's memory is left to the
+        // resource guard before the run (`aqmlab run` refuses it) and to
+        // growth here.
+        let workload_flows = expected_workload_flows(s);
+        let all_bytes = (long_lived as u128 + workload_flows as u128) * (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowQueueCounters>()) as u128;
+        if workload_flows > 0 && machine_memory_bytes().is_none_or(|m| all_bytes <= m as u128) {
+            // A failed reservation leaves the tables to grow as they fill.
+            let _ = w.flows.try_reserve_exact(workload_flows);
+            let _ = w.flow_counters.try_reserve_exact(workload_flows);
+        }
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
             // One attachment per flow pair: a pattern expands to many.
@@ -297,6 +313,7 @@ impl World {
             marker: None,
         });
         self.flow_counters.push(FlowQueueCounters::default());
+        self.sampled_flows.push(id);
         self.sync_source_timer(id as usize);
         Ok(id)
     }
@@ -356,6 +373,25 @@ fn attach_of(s: &Scenario, rtt: Option<u64>, src: &Option<String>, dst: &Option<
         (None, Some(src), Some(dst)) => Attach::Hosts { src, dst },
         _ => Attach::Nodes { src: src.clone().unwrap_or_default(), dst: dst.clone().unwrap_or_default() },
     }
+}
+
+/// How many flows the workloads will start: a Poisson workload's mean count
+/// (rate × its active time) plus six standard deviations, so that a run
+/// rarely outgrows it; an incast's senders at each of its periods.
+fn expected_workload_flows(s: &Scenario) -> usize {
+    let mut n = 0.0;
+    for wl in &s.workloads {
+        let stop_ns = wl.stop_ns.unwrap_or(s.duration_ns).min(s.duration_ns);
+        let active_s = stop_ns.saturating_sub(wl.start_ns) as f64 / 1e9;
+        n += match (wl.every_ns, wl.senders) {
+            (Some(every_ns), Some(senders)) => (stop_ns.saturating_sub(wl.start_ns).div_ceil(every_ns.max(1))) as f64 * senders as f64,
+            _ => {
+                let mean = wl.rate * active_s;
+                mean + 6.0 * mean.sqrt()
+            }
+        };
+    }
+    n.ceil() as usize
 }
 
 /// Physical memory plus swap in bytes, where the system says (Linux's
