@@ -62,7 +62,7 @@ class Estimate:
     wall_s: float
     #: Per-flow time-series rows: a long-lived flow has one per interval, a
     #: workload's flow one per interval it lives, plus one.
-    flow_rows: int = 0
+    flow_rows: int
 
     def describe(self) -> str:
         return (f"about {_bytes_text(self.memory_bytes)} of memory ({self.flows:,} flows, {self.flow_rows:,} "

@@ -68,7 +68,8 @@ pub struct World {
     flow_counters: Vec<FlowQueueCounters>,
     /// The flows a sample still visits, in id order: a flow leaves once its
     /// last sample is taken (`Flow::sampled_done`), so that a sample costs
-    /// the flows alive, not every flow a workload ever started.
+    /// the flows alive, not every flow a workload ever started. Empty
+    /// without time series (no sample runs).
     sampled_flows: Vec<u32>,
     topology: Topology,
     workloads: Vec<WorkloadGen>,

@@ -8,14 +8,9 @@ use crate::metrics::pcap::PcapRecorder;
 impl World {
     /// Build from a validated scenario (see [`crate::scenario::parse`]).
     pub fn new(s: &Scenario) -> Result<World, String> {
-        let (topology, mut links) = Topology::build(s, queue_options(s))?;
+        let (topology, links) = Topology::build(s, queue_options(s))?;
         let queues = links.iter().filter(|l| l.queue.is_some()).count();
         let early_hand_off = s.engine.lookahead && s.engine.early_hand_off.unwrap_or(queues >= super::event_loop::EARLY_HAND_OFF_MIN_QUEUES);
-        if s.engine.lookahead {
-            for (i, l) in links.iter_mut().enumerate() {
-                enable_queue_shortcuts(i, l, &topology, early_hand_off);
-            }
-        }
         let mut w = World {
             now_ns: 0,
             end_ns: s.duration_ns,
@@ -52,6 +47,7 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
+        w.enable_queue_shortcuts_from(0);
         let shortcuts = s.engine.prefetch && w.links.len() >= super::event_loop::MEMORY_SHORTCUTS_MIN_LINKS;
         w.prefetch_events = shortcuts;
         w.prefetch_deep = shortcuts && w.links.len() >= super::event_loop::DEEP_PREFETCH_MIN_LINKS;
@@ -223,6 +219,26 @@ impl World {
         (g.rng.exponential(g.mean_gap_ns).round() as u64).max(1)
     }
 
+    /// With `engine.lookahead`, give the queues of links `first..` the
+    /// event-saving shortcuts that are exact for them (`net::link`):
+    /// departure lookahead unless their departures can change after
+    /// arrival, else early hand-off where `early_hand_off` is on. One rule
+    /// for the topology's links and for those made with a flow.
+    fn enable_queue_shortcuts_from(&mut self, first: usize) {
+        if !self.lookahead {
+            return;
+        }
+        for (i, l) in self.links.iter_mut().enumerate().skip(first) {
+            // A link on a shared medium waits for the other direction, and a rate
+            // schedule changes a transmission's end: departures not known on arrival.
+            let variable = l.medium().is_some() || self.topology.rate_changes.iter().any(|c| c.1 as usize == i);
+            l.enable_departure_lookahead(variable);
+            if self.early_hand_off {
+                l.enable_early_hand_off();
+            }
+        }
+    }
+
     /// Create a flow (at build time or when a workload spawns one);
     /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
     pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
@@ -230,13 +246,8 @@ impl World {
         let first_new_link = self.links.len();
         let mut paths = self.topology.paths(id, attach, &mut self.links)?;
         // A dumbbell's per-flow access queues are made here, after the
-        // topology's links took their shortcuts in `World::new`: they take
-        // them by the same rule.
-        if self.lookahead {
-            for (i, l) in self.links.iter_mut().enumerate().skip(first_new_link) {
-                enable_queue_shortcuts(i, l, &self.topology, self.early_hand_off);
-            }
-        }
+        // topology's links took their shortcuts in `World::new`.
+        self.enable_queue_shortcuts_from(first_new_link);
         info.base_rtt_ns = paths.base_rtt_ns;
         // The source's clock lags real time by its pure-delay first hop, which
         // then disappears from the forward path and reappears at the end of the
@@ -313,7 +324,9 @@ impl World {
             marker: None,
         });
         self.flow_counters.push(FlowQueueCounters::default());
-        self.sampled_flows.push(id);
+        if self.timeseries {
+            self.sampled_flows.push(id);
+        }
         self.sync_source_timer(id as usize);
         Ok(id)
     }
@@ -403,17 +416,4 @@ fn machine_memory_bytes() -> Option<u64> {
         line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
     };
     Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
-}
-
-/// Give link `i`'s queue the event-saving shortcuts that are exact for it
-/// (`net::link`): departure lookahead unless its departures can change
-/// after arrival, else early hand-off where `early_hand_off` is on.
-fn enable_queue_shortcuts(i: usize, l: &mut Link, topology: &Topology, early_hand_off: bool) {
-    // A link on a shared medium waits for the other direction, and a rate
-    // schedule changes a transmission's end: departures not known on arrival.
-    let variable = l.medium().is_some() || topology.rate_changes.iter().any(|c| c.1 as usize == i);
-    l.enable_departure_lookahead(variable);
-    if early_hand_off {
-        l.enable_early_hand_off();
-    }
 }
