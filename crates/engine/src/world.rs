@@ -52,6 +52,9 @@ use flow::{Incast, WorkloadGen};
 
 use topology::{Attach, QueueOptions, Topology};
 
+/// The owner of a topology's queue in `World::sampled_queues`: no flow.
+const NO_OWNER: u32 = u32::MAX;
+
 pub struct World {
     now_ns: u64,
     end_ns: u64,
@@ -71,6 +74,14 @@ pub struct World {
     /// the flows alive, not every flow a workload ever started. Empty
     /// without time series (no sample runs).
     sampled_flows: Vec<u32>,
+    /// The queues a sample settles, in link order, each with the flow that
+    /// owns it (`NO_OWNER` for a topology's queues): every queue but the
+    /// access queues (a dumbbell's `access_rate`) whose flows have finished
+    /// and which have emptied, which no settling would change again. A
+    /// workload adds an access queue with every flow it starts, and a
+    /// sample that settled them all cost the queues of every flow ever
+    /// started. Empty without time series (no sample runs).
+    sampled_queues: Vec<(u32, u32)>,
     topology: Topology,
     workloads: Vec<WorkloadGen>,
     /// Buffers for what endpoints send (`outbox`).

@@ -64,8 +64,7 @@ struct Waiting {
 
 impl Waiting {
     #[inline(always)]
-    fn of(pkt: &Packet, start_ns: u64, enq_ns: u64, tx_ns: u64) -> Self {
-        let _ = tx_ns; // kept in debug builds only
+    fn of(pkt: &Packet, start_ns: u64, enq_ns: u64, #[cfg_attr(not(debug_assertions), allow(unused_variables))] tx_ns: u64) -> Self {
         Waiting {
             start_ns,
             enq_ns,

@@ -25,6 +25,7 @@ impl World {
             flows: vec![],
             flow_counters: vec![],
             sampled_flows: vec![],
+            sampled_queues: vec![],
             topology,
             workloads: vec![],
             outboxes: outbox::OutboxPool::default(),
@@ -48,6 +49,9 @@ impl World {
             wall_s: 0.0,
         };
         w.enable_queue_shortcuts_from(0);
+        if w.timeseries {
+            w.sampled_queues = (0..w.links.len() as u32).filter(|&i| w.links[i as usize].queue.is_some()).map(|i| (i, NO_OWNER)).collect();
+        }
         let shortcuts = s.engine.prefetch && w.links.len() >= super::event_loop::MEMORY_SHORTCUTS_MIN_LINKS;
         w.prefetch_events = shortcuts;
         w.prefetch_deep = shortcuts && w.links.len() >= super::event_loop::DEEP_PREFETCH_MIN_LINKS;
@@ -248,6 +252,10 @@ impl World {
         // A dumbbell's per-flow access queues are made here, after the
         // topology's links took their shortcuts in `World::new`.
         self.enable_queue_shortcuts_from(first_new_link);
+        if self.timeseries {
+            let owned = (first_new_link..self.links.len()).filter(|&l| self.links[l].queue.is_some());
+            self.sampled_queues.extend(owned.map(|l| (l as u32, id)));
+        }
         info.base_rtt_ns = paths.base_rtt_ns;
         // The source's clock lags real time by its pure-delay first hop, which
         // then disappears from the forward path and reappears at the end of the

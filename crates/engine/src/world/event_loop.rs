@@ -395,10 +395,19 @@ impl World {
         let now = self.now_ns;
         for (i, l) in self.links.iter_mut().enumerate() {
             if let Some(q) = &mut l.queue {
-                q.settle_tx_end(now, &mut self.flow_counters);
-                q.start_due(now, &mut self.sojourn_log, i as u32);
-                q.settle_sojourn_runs();
+                settle(q, now, &mut self.flow_counters, &mut self.sojourn_log, i as u32);
             }
+        }
+        self.sojourn_log.apply(&mut self.links);
+    }
+
+    /// [`Self::start_due_transmissions`] for the queues a sample visits
+    /// (`World::sampled_queues`): on the others it would change nothing.
+    pub(super) fn start_due_sampled_transmissions(&mut self) {
+        let now = self.now_ns;
+        for &(i, _) in &self.sampled_queues {
+            let q = self.links[i as usize].queue.as_mut().expect("a queue link");
+            settle(q, now, &mut self.flow_counters, &mut self.sojourn_log, i);
         }
         self.sojourn_log.apply(&mut self.links);
     }
@@ -620,4 +629,13 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// Settle what queue `index` left for later by `now`: an end of
+/// transmission without its event, the transmissions started under
+/// departure lookahead, and the histograms' open runs.
+fn settle(q: &mut crate::net::link::QueueSlot, now: u64, flow_counters: &mut [FlowQueueCounters], log: &mut SojournLog, index: u32) {
+    q.settle_tx_end(now, flow_counters);
+    q.start_due(now, log, index);
+    q.settle_sojourn_runs();
 }

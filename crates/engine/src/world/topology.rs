@@ -48,7 +48,8 @@ pub struct Wire {
     pub mark: f64,
 }
 
-/// Knobs that apply to every queue.
+/// Knobs for a queue: the same for every queue of a topology; a
+/// dumbbell's access queues record no sojourns (`Topology::paths`).
 #[derive(Debug, Clone, Copy)]
 pub struct QueueOptions {
     pub seed: u64,
@@ -216,7 +217,12 @@ impl Topology {
                     Some(rate) => {
                         let i = links.len();
                         let wire = Wire { name: format!("access{i}"), rate_bps: *rate, delay_ns: a_send, loss: 0.0, mark: 0.0 };
-                        links.push(queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), self.opt)?);
+                        // No result reports an access queue: no sojourn
+                        // histogram or samples for it (a histogram grows to
+                        // the largest sojourn seen: 6.4 kB a queue over 64 s
+                        // of web flows, docs/performance.md).
+                        let opt = QueueOptions { histograms: false, sample_every: 0, ..self.opt };
+                        links.push(queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), opt)?);
                         Hop::Link(i as u32)
                     }
                     None => Hop::Delay(a_send),
