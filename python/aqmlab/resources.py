@@ -41,8 +41,8 @@ FLOW_INTERVAL_BYTES = 300
 QUEUE_BYTES = 23_000
 #: A dumbbell's access queue (`access_rate`: one per flow, a workload's
 #: included, kept to the end of the run; its link, rings and route, no
-#: sojourn histogram): the peak-RSS slope with and without access queues,
-#: 5.5 kB per flow at 10 000 CUBIC flows, 4.6 kB and 3.0 kB per flow over
+#: sojourn histogram): the engine's peak-RSS slope with and without access
+#: queues (`runjson`), 5.5 kB per flow at 10 000 CUBIC flows, 4.6 kB and 3.0 kB per flow over
 #: 16 s and 64 s of 2 000 web flows per second.
 ACCESS_QUEUE_BYTES = 5_000
 #: The interpreter, the package and the engine's fixed tables.
