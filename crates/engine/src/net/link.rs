@@ -535,7 +535,8 @@ impl QueueSlot {
     }
 
     /// Count the histograms' open sojourn runs (`Buckets::record_run`);
-    /// with the log, before anything reads them (`World::start_due_transmissions`).
+    /// with the log, before anything reads them (`World::start_due_transmissions`
+    /// and, at a sample, `start_due_sampled_transmissions`).
     pub fn settle_sojourn_runs(&mut self) {
         (0..self.hist_subqueues as usize).for_each(|sub| self.sojourn_mut(sub).buckets.settle_run());
     }

@@ -21,8 +21,8 @@
 //! Bucket counts are sums, so applying them later gives exactly the same
 //! histogram; the log is applied, and the open runs counted, before
 //! anything reads or resets one (`World::start_due_transmissions`, which
-//! every checkpoint, the end of warm-up and the end of the run call
-//! first). Bench D: 11–14 % of its wall time was this increment before
+//! the end of warm-up and the end of the run call first, and
+//! `start_due_sampled_transmissions`, which a sample calls first). Bench D: 11–14 % of its wall time was this increment before
 //! the log, D-1024 about a third with the log and before the runs
 //! (docs/performance.md).
 
