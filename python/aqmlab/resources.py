@@ -42,8 +42,8 @@ QUEUE_BYTES = 23_000
 #: A dumbbell's access queue (`access_rate`: one per flow, a workload's
 #: included, kept to the end of the run; its link, rings and route, no
 #: sojourn histogram): the engine's peak-RSS slope with and without access
-#: queues (`runjson`), 5.5 kB per flow at 10 000 CUBIC flows, 4.6 kB and 3.0 kB per flow over
-#: 16 s and 64 s of 2 000 web flows per second.
+#: queues (`runjson`), 5.5 kB per flow at 10 000 CUBIC flows, 4.6 kB and
+#: 3.0 kB per flow over 16 s and 64 s of 2 000 web flows per second.
 ACCESS_QUEUE_BYTES = 5_000
 #: The interpreter, the package and the engine's fixed tables.
 BASE_BYTES = 100_000_000
@@ -128,7 +128,10 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
         # A bottleneck packet crosses its flow's access queue first, and
         # the ACKs a reverse queue (one per two data packets with delayed ACKs).
         access = bool(bottleneck.get("access_rate"))
-        hops += (1.0 if access else 0.0) + ((0.5 if tcp.get("delayed_ack", True) else 1.0) if queues == 2 else 0.0)
+        if access:
+            hops += 1.0
+        if bottleneck.get("reverse"):
+            hops += 0.5 if tcp.get("delayed_ack", True) else 1.0
     # A graph's or a fat tree's bottleneck is not one link: no load test.
     bottleneck_bps = None if topology else rate_bps
     short, short_rows = 0.0, 0.0

@@ -144,10 +144,6 @@ impl World {
 mod tests {
     use crate::world::World;
 
-    /// A web workload's flows leave the sampled list once sampled finished,
-    /// so a sample costs the flows alive, not every flow ever started (at
-    /// 2 000 flows per second for 128 s, visiting them all took over half of
-    /// the run: docs/performance.md, "Workload flows over long runs").
     /// 4 s of a bulk flow and 200 web flows per second on a 100 Mbit/s
     /// dumbbell, after `bottleneck`'s extra keys, run to its end.
     fn web_run(bottleneck: &str) -> World {
@@ -163,6 +159,10 @@ mod tests {
         w
     }
 
+    /// A web workload's flows leave the sampled list once sampled finished,
+    /// so a sample costs the flows alive, not every flow ever started (at
+    /// 2 000 flows per second for 128 s, visiting them all took over half of
+    /// the run: docs/performance.md, "Workload flows over long runs").
     #[test]
     fn a_sample_visits_the_flows_alive_not_every_flow_started() {
         let w = web_run("");
