@@ -39,12 +39,19 @@ FLOW_INTERVAL_BYTES = 300
 #: benchmarks (768 and 6 144 ports, 72.5 and 199.4 MB), less their hosts'
 #: flows at FLOW_BYTES: 22.8 kB per queue.
 QUEUE_BYTES = 23_000
-#: A dumbbell's access queue (`access_rate`: one per flow, a workload's
-#: included, kept to the end of the run; its link, rings and route, no
-#: sojourn histogram): the engine's peak-RSS slope with and without access
-#: queues (`runjson`), 5.5 kB per flow at 10 000 CUBIC flows, 4.6 kB and
-#: 3.0 kB per flow over 16 s and 64 s of 2 000 web flows per second.
-ACCESS_QUEUE_BYTES = 5_000
+#: A dumbbell's access queue (`access_rate`: one per long-lived flow; a
+#: workload's finished flows hand theirs on, so a workload builds about as
+#: many as it has flows alive): the peak-RSS slope with and without access
+#: queues, 2.3-2.5 kB per flow for 10^4 and 3 x 10^4 CUBIC flows over
+#: 200 ms (`aqmlab.run`); 3.0-5.5 kB on the engine alone (`runjson`), web
+#: flows over 64 s and 16 s and 10^4 CUBIC flows, before queues were reused.
+ACCESS_QUEUE_BYTES = 4_000
+#: Access queues charged to a workload that drains: its flows hand them on,
+#: and 2 000 web flows per second over 64 s (128 612 flows, about 110
+#: alive at a time) build 307 (docs/performance.md). One that piles its
+#: flows up is charged three times its flows alive on average, up to one
+#: queue per flow.
+WORKLOAD_ACCESS_QUEUES = 1_000
 #: The interpreter, the package and the engine's fixed tables.
 BASE_BYTES = 100_000_000
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
@@ -134,22 +141,24 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
             hops += 0.5 if tcp.get("delayed_ack", True) else 1.0
     # A graph's or a fat tree's bottleneck is not one link: no load test.
     bottleneck_bps = None if topology else rate_bps
-    short, short_rows = 0.0, 0.0
+    short, short_rows, access_queues = 0.0, 0.0, long_lived
     for w in normalized.get("workloads", []) or []:
-        count, rows = _workload_flows(w, duration_s, interval_s, mss, bottleneck_bps)
+        count, rows, alive = _workload_flows(w, duration_s, interval_s, mss, bottleneck_bps)
         short += count
         short_rows += rows if timeseries else 0.0
+        access_queues += int(min(count, max(WORKLOAD_ACCESS_QUEUES, 3 * alive)))
     flows = long_lived + int(short)
     flow_rows = long_lived * intervals + int(short_rows)
     memory = (BASE_BYTES + queues * QUEUE_BYTES + long_lived * FLOW_BYTES + int(short * WORKLOAD_FLOW_BYTES)
-              + flow_rows * FLOW_INTERVAL_BYTES + (flows * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
+              + flow_rows * FLOW_INTERVAL_BYTES + (access_queues * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
     packets = max(rate_bps * duration_s / (8 * mtu) * hops, _unresponsive_packets(normalized, duration_s, mtu))
     return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S, flow_rows)
 
 
 def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss: int,
-                    bottleneck_bps: float | None) -> tuple[float, float]:  # fmt: skip
-    """A workload's expected flow count and their time-series rows.
+                    bottleneck_bps: float | None) -> tuple[float, float, float]:  # fmt: skip
+    """A workload's expected flow count, their time-series rows, and its
+    flows alive at a time on average (count × life / active time).
 
     A flow is sampled at every interval it is alive, and once more when it
     has ended. Its life is taken as a handshake and the slow-start rounds
@@ -175,7 +184,8 @@ def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss
         offered_bps = count * mean_bytes * 8 / active_s if active_s > 0 else 0.0
         if offered_bps >= bottleneck_bps:
             life_s = max(life_s, active_s / 2)
-    return count, count * (1 + life_s / interval_s)
+    alive = count * min(1.0, life_s / active_s) if active_s > 0 else 0.0
+    return count, count * (1 + life_s / interval_s), alive
 
 
 def _mean_size_bytes(size: dict[str, Any]) -> float:

@@ -34,6 +34,7 @@ use std::sync::Arc;
 
 pub use crate::transport::endpoint::{Sink, Source};
 
+mod access_reuse;
 mod build;
 mod early_hand_off;
 mod event_loop;
@@ -82,6 +83,16 @@ pub struct World {
     /// sample that settled them all cost the queues of every flow ever
     /// started. Empty without time series (no sample runs).
     sampled_queues: Vec<(u32, u32)>,
+    /// A dumbbell's access queues that finite TCP flows own, each with its
+    /// flow, in the order they are next looked at for reuse
+    /// (`World::take_free_access_queue`). Empty without access queues.
+    access_queues: VecDeque<(u32, u32)>,
+    /// How many of them a new flow looks at (`access_reuse::REUSE_LOOKS`;
+    /// 0, a queue per flow, in tests that check reuse changes nothing).
+    reuse_looks: usize,
+    /// Packets that left access queues since rebuilt for another flow:
+    /// part of `packet_hops`, which a rebuilt queue's counters no longer hold.
+    reused_access_departed_pkts: u64,
     topology: Topology,
     workloads: Vec<WorkloadGen>,
     /// Buffers for what endpoints send (`outbox`).
@@ -133,7 +144,8 @@ impl World {
 
     /// Packets (data and ACKs) that left any queue so far.
     pub fn packet_hops(&self) -> u64 {
-        self.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.counters.iter().map(|c| c.departed_pkts).sum::<u64>()).sum()
+        let departed = |q: &crate::net::link::QueueSlot| q.counters.iter().map(|c| c.departed_pkts).sum::<u64>();
+        self.reused_access_departed_pkts + self.links.iter().filter_map(|l| l.queue.as_ref()).map(departed).sum::<u64>()
     }
 
     pub fn wall_s(&self) -> f64 {

@@ -571,6 +571,21 @@ impl QueueSlot {
         self.in_tx.0.is_some() || self.sending
     }
 
+    /// At `now_ns` nothing is queued, waiting, being sent or still to be
+    /// settled, and no event of the queue is pending: a queue built afresh
+    /// in its place would behave the same from now on (a dumbbell reuses a
+    /// finished flow's access queue, `World::take_free_access_queue`).
+    /// Conservative: transmissions started under departure lookahead but
+    /// not yet settled count as waiting.
+    pub fn is_idle_at(&self, now_ns: u64) -> bool {
+        self.waiting.is_empty()
+            && self.qdisc.len_pkts() == 0
+            && !self.is_sending()
+            && !self.tx_done_armed
+            && self.timer_at.is_none()
+            && self.free_at_ns <= now_ns
+    }
+
     /// Early hand-off is on (see the module docs).
     #[inline(always)]
     pub fn hands_on_early(&self) -> bool {

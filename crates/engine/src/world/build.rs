@@ -26,6 +26,9 @@ impl World {
             flow_counters: vec![],
             sampled_flows: vec![],
             sampled_queues: vec![],
+            access_queues: VecDeque::new(),
+            reuse_looks: super::access_reuse::REUSE_LOOKS,
+            reused_access_departed_pkts: 0,
             topology,
             workloads: vec![],
             outboxes: outbox::OutboxPool::default(),
@@ -48,7 +51,7 @@ impl World {
             rtt_hist: s.metrics.rtt_histogram.then(|| Box::new(Histogram::new())),
             wall_s: 0.0,
         };
-        w.enable_queue_shortcuts_from(0);
+        w.enable_queue_shortcuts(0..w.links.len());
         if w.timeseries {
             w.sampled_queues = (0..w.links.len() as u32).filter(|&i| w.links[i as usize].queue.is_some()).map(|i| (i, NO_OWNER)).collect();
         }
@@ -223,16 +226,17 @@ impl World {
         (g.rng.exponential(g.mean_gap_ns).round() as u64).max(1)
     }
 
-    /// With `engine.lookahead`, give the queues of links `first..` the
+    /// With `engine.lookahead`, give the queues of links `range` the
     /// event-saving shortcuts that are exact for them (`net::link`):
     /// departure lookahead unless their departures can change after
     /// arrival, else early hand-off where `early_hand_off` is on. One rule
     /// for the topology's links and for those made with a flow.
-    fn enable_queue_shortcuts_from(&mut self, first: usize) {
+    pub(super) fn enable_queue_shortcuts(&mut self, range: std::ops::Range<usize>) {
         if !self.lookahead {
             return;
         }
-        for (i, l) in self.links.iter_mut().enumerate().skip(first) {
+        for i in range {
+            let l = &mut self.links[i];
             // A link on a shared medium waits for the other direction, and a rate
             // schedule changes a transmission's end: departures not known on arrival.
             let variable = l.medium().is_some() || self.topology.rate_changes.iter().any(|c| c.1 as usize == i);
@@ -248,13 +252,23 @@ impl World {
     pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
         let first_new_link = self.links.len();
-        let mut paths = self.topology.paths(id, attach, &mut self.links)?;
-        // A dumbbell's per-flow access queues are made here, after the
-        // topology's links took their shortcuts in `World::new`.
-        self.enable_queue_shortcuts_from(first_new_link);
-        if self.timeseries {
+        // A dumbbell's per-flow access queue is made here (or rebuilt in
+        // the place of a finished flow's), after the topology's links took
+        // their shortcuts in `World::new`.
+        let reuse = self.take_free_access_queue();
+        let mut paths = self.topology.paths(id, attach, &mut self.links, reuse)?;
+        self.enable_queue_shortcuts(first_new_link..self.links.len());
+        if let Some(l) = reuse {
+            self.enable_queue_shortcuts(l as usize..l as usize + 1);
+            if self.timeseries {
+                self.sample_access_queue(l, id);
+            }
+        } else if self.timeseries {
             let owned = (first_new_link..self.links.len()).filter(|&l| self.links[l].queue.is_some());
             self.sampled_queues.extend(owned.map(|l| (l as u32, id)));
+        }
+        if let Some(l) = paths.access_queue.filter(|_| rate_based.is_none() && info.size_bytes.is_some()) {
+            self.access_queues.push_back((l, id));
         }
         info.base_rtt_ns = paths.base_rtt_ns;
         // The source's clock lags real time by its pure-delay first hop, which

@@ -106,6 +106,8 @@ pub struct FlowPaths {
     pub rev: Vec<Hop>,
     /// Sum of propagation delays there and back (no queueing, no serialisation).
     pub base_rtt_ns: u64,
+    /// The flow's own access queue (a dumbbell with an access rate).
+    pub access_queue: Option<u32>,
 }
 
 fn schedule(changes: &mut Vec<(u64, u32, u64)>, link: u32, sched: &[RateChange]) {
@@ -199,8 +201,10 @@ impl Topology {
         }
     }
 
-    /// Paths for new flow `flow`; may add per-flow access links (dumbbell with an access rate).
-    pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>) -> Result<FlowPaths, String> {
+    /// Paths for new flow `flow`; may add per-flow access links (dumbbell
+    /// with an access rate), or build one afresh in the place of
+    /// `reuse_access`, a finished flow's (`World::take_free_access_queue`).
+    pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>, reuse_access: Option<u32>) -> Result<FlowPaths, String> {
         match (&self.shape, attach) {
             (Shape::FatTree(t), Attach::Hosts { src, dst }) => {
                 Ok(link_paths(t.path(flow, *src, *dst), t.path(flow, *dst, *src), links))
@@ -213,27 +217,33 @@ impl Topology {
                 let a_send = one_way_access / 2;
                 let a_recv = one_way_access - a_send;
                 let odd_ns = rtt % 2;
-                let first = match access_rate_bps {
+                let access = match access_rate_bps {
                     Some(rate) => {
-                        let i = links.len();
+                        let i = reuse_access.map_or(links.len(), |l| l as usize);
                         let wire = Wire { name: format!("access{i}"), rate_bps: *rate, delay_ns: a_send, loss: 0.0, mark: 0.0 };
                         // No result reports an access queue: no sojourn
                         // histogram or samples for it (a histogram grows to
                         // the largest sojourn seen: 6.4 kB a queue over 64 s
                         // of web flows, docs/performance.md).
                         let opt = QueueOptions { histograms: false, sample_every: 0, ..self.opt };
-                        links.push(queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), opt)?);
-                        Hop::Link(i as u32)
+                        let link = queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), opt)?;
+                        if i < links.len() {
+                            links[i] = link;
+                        } else {
+                            links.push(link);
+                        }
+                        Some(i as u32)
                     }
-                    None => Hop::Delay(a_send),
+                    None => None,
                 };
+                let first = access.map_or(Hop::Delay(a_send), Hop::Link);
                 let fwd = vec![first, Hop::Link(*bottleneck), Hop::Delay(a_recv)];
                 let middle = match reverse {
                     Some(r) => Hop::Link(*r),
                     None => Hop::Delay(*delay_ns),
                 };
                 let rev = vec![Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)];
-                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) + odd_ns })
+                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) + odd_ns, access_queue: access })
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
                 let (fwd, rev) = graph_routes(nodes, adj, src, dst)?;
@@ -322,5 +332,5 @@ fn shortest_path(adj: &[Vec<(u32, usize)>], src: usize, dst: usize) -> Option<Ve
 fn link_paths(fwd: Vec<u32>, rev: Vec<u32>, links: &[Link]) -> FlowPaths {
     let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
     let base_rtt_ns = delay(&fwd) + delay(&rev);
-    FlowPaths { fwd: fwd.into_iter().map(Hop::Link).collect(), rev: rev.into_iter().map(Hop::Link).collect(), base_rtt_ns }
+    FlowPaths { fwd: fwd.into_iter().map(Hop::Link).collect(), rev: rev.into_iter().map(Hop::Link).collect(), base_rtt_ns, access_queue: None }
 }
