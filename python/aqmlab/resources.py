@@ -121,13 +121,19 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     # Queue hops per packet the links carry, and whether every flow brings
     # an access queue of its own.
     hops, access = 1.0, False
+    # A reverse queue carries an ACK per two data packets with delayed ACKs,
+    # one per packet without.
+    ack_share = 0.5 if tcp.get("delayed_ack", True) else 1.0
     if fat_tree:
         queues = 6 * hosts
         rate_bps = queues * _bps(fat_tree.get("rate"))
     elif topology:
         links = [link for link in topology.get("links", []) or [] if link.get("rate")]
         queues = sum(2 if link.get("duplex") else 1 for link in links)
-        rate_bps = sum(_bps(link.get("rate")) for link in links)
+        # A duplex link's reverse queue carries the ACKs of what it carries
+        # forward (a chain of duplex links: 1.5 packet-hops per data
+        # packet-hop with delayed ACKs, 2.0 without; it counted 1.0).
+        rate_bps = sum(_bps(link.get("rate")) * (1 + ack_share if link.get("duplex") else 1) for link in links)
     else:
         bottleneck = normalized.get("bottleneck") or {}
         queues = 2 if bottleneck.get("reverse") else 1
@@ -138,7 +144,7 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
         if access:
             hops += 1.0
         if bottleneck.get("reverse"):
-            hops += 0.5 if tcp.get("delayed_ack", True) else 1.0
+            hops += ack_share
     # A graph's or a fat tree's bottleneck is not one link: no load test.
     bottleneck_bps = None if topology else rate_bps
     short, short_rows, access_queues = 0.0, 0.0, long_lived
