@@ -49,6 +49,8 @@ BENCH_DURATION = {
     "chain-1": "20ms", "chain-4": "20ms", "chain-16": "20ms", "chain-64": "20ms",
     # The dumbbells with access links (on request): their base scenario's length.
     "A-10-access": "2s", "C-10000-access": "50ms",
+    # The web workloads (on request): 2 s, about 4 000 flows.
+    "W": "2s", "W-access": "2s",
 }
 
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import aqmlab
-from aqmlab.bench import ACCESS, ACCESS_RATE, ALL_SCENARIOS, CHAINS, SCENARIOS, headline, scenario
+from aqmlab.bench import ACCESS, ACCESS_RATE, ALL_SCENARIOS, CHAINS, SCENARIOS, WORKLOADS, headline, scenario
 from aqmlab.scenario import validate
 from conftest import cli
 
@@ -242,6 +242,23 @@ def test_fat_tree_ack1_sends_an_ack_for_every_data_packet(tmp_path: Path) -> Non
     assert per_data["D"] < 0.55, per_data  # 0.5, plus the ACKs sent at once (out of order, CE changes)
     for r in rows.values():  # a fat tree's headline and range: packet-hops
         assert r["headline"] == "hops_per_s" and r["hops_per_s_min"] <= r["hops_per_s"] <= r["hops_per_s_max"]
+
+
+def test_the_workload_benchmarks_sample_a_web_workload_with_and_without_access_links() -> None:
+    """W and W-access (on request) are the long web workload of
+    docs/performance.md ("Workload flows over long runs"), with time series
+    on, since a sample's cost as flows accumulate is what they measure; the
+    second differs by `access_rate` alone. Over 2 s, Poisson arrivals at
+    2 000 per second start 4 000 flows, within six standard deviations, and
+    every one is in the flows table and has time-series rows."""
+    assert WORKLOADS == ("W", "W-access")
+    s, base = scenario("W-access"), scenario("W")
+    assert s["bottleneck"].pop("access_rate") == ACCESS_RATE and s.pop("name") == base.pop("name") + "-access"
+    assert s == base and base["metrics"]["timeseries"] is True and scenario("A-10")["metrics"]["timeseries"] is False
+    r = aqmlab.run(scenario("W-access", "2s"))
+    flows = set(r.flows["id"])
+    assert abs(len(flows) - 4_000) < 6 * 4_000**0.5, len(flows)
+    assert set(r.timeseries["flow"]) == flows
 
 
 def test_the_fingerprint_script_shortens_every_bench_scenario() -> None:

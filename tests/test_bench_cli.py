@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aqmlab.bench import ACCESS, ALL_SCENARIOS, CHAINS, ON_REQUEST, SCENARIOS, describe, scenario
+from aqmlab.bench import ACCESS, ALL_SCENARIOS, CHAINS, ON_REQUEST, SCENARIOS, WORKLOADS, describe, scenario
 from aqmlab.bench_table import rate_text, table
 from aqmlab.cli import build_parser, main
 from conftest import cli
@@ -148,8 +148,8 @@ def test_list_describes_every_scenario_from_its_definition(capsys: pytest.Captur
     assert main(["bench", "--list"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == list(ALL_SCENARIOS)
-    # Only the trees with other disciplines, the chains and the access links are on request, and they say so.
-    assert [line.split()[0] for line in lines if line.endswith("(on request: --only)")] == list(ON_REQUEST + CHAINS + ACCESS)
+    # Only the trees with other disciplines, the chains, the access links and the workloads are on request, and they say so.
+    assert [line.split()[0] for line in lines if line.endswith("(on request: --only)")] == list(ON_REQUEST + CHAINS + ACCESS + WORKLOADS)
     by_name = {line.split()[0]: line for line in lines}
     assert "dumbbell 10Gbps, 100 DCTCP flows, base RTT 100 µs, AQM step (marks at 65pkt)" in by_name["A-100"]
     assert by_name["A-100"].rstrip().endswith("10 s simulated")
@@ -170,6 +170,9 @@ def test_list_describes_every_scenario_from_its_definition(capsys: pytest.Captur
     assert "chain of 1 link and 1 back, 10Gbps, 1 µs each" in by_name["chain-1"] and "6.4 s simulated" in by_name["chain-1"]
     assert "10000 DCTCP flows, base RTT 100 µs, each flow through its own 20Gbps access link, AQM step" in by_name["C-10000-access"]
     assert describe("A-10-access") == describe("A-10").replace(", AQM", ", each flow through its own 20Gbps access link, AQM")
+    assert by_name["W"].split(maxsplit=1)[1].startswith("dumbbell 1Gbps, web flows at 2000/s (CUBIC, pareto sizes 2KB to 1MB), base RTT 20 ms")
+    assert "time series on; 16 s simulated" in by_name["W"] and "time series" not in by_name["A-10"]
+    assert describe("W-access") == describe("W").replace(", AQM", ", each flow through its own 20Gbps access link, AQM")
     for name in ALL_SCENARIOS:  # read from the tree, not a second list
         s = scenario(name)
         queue = s.get("bottleneck") or s["topology"].get("fat_tree") or s["topology"]["links"][0]

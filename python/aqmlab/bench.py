@@ -70,8 +70,19 @@ flows, each sending through an access link of its own
 (``bottleneck.access_rate``, :data:`ACCESS_RATE`, a tail-drop FIFO of
 100 ms): the cost of a second queue per flow, made with each flow.
 
+Also on request (:data:`WORKLOADS`; docs/performance.md, "Workload flows
+over long runs"): W, 2 000 web flows per second (Poisson arrivals, CUBIC,
+base RTT 20 ms, bounded-Pareto sizes of 2 kB to 1 MB, shape 1.2) on a
+1 Gbit/s dumbbell with a FIFO of 100 ms, 16 simulated seconds (32 200
+flows), time series on at the default 100 ms: what a workload costs as
+its flows accumulate (each sample, each flow started). W-access: the same
+with an access link per flow (:data:`ACCESS_RATE`), which later flows take
+over from finished ones. ``--duration`` lengthens them (docs/performance.md
+measures 64 s and 128 s).
+
 Metrics as in a normal run (per-queue sojourn histograms, per-flow and
-per-queue counters, the summary) except time series, which are off.
+per-queue counters, the summary) except time series, which are off but
+in W and W-access.
 
 Each run is a fresh subprocess, so the peak resident set size (the child's
 own ``VmHWM``, read by the child: the Python interpreter, the engine and the
@@ -109,7 +120,7 @@ from typing import Any
 
 from aqmlab.bench_table import rate_text, table
 
-__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "CHAINS", "ACCESS", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
+__all__ = ["METRICS", "SCENARIOS", "ON_REQUEST", "CHAINS", "ACCESS", "WORKLOADS", "ALL_SCENARIOS", "scenario", "headline", "describe", "run_child", "bench", "cli_bench"]
 
 SCENARIOS = ("A-10", "A-100", "A-10-ack1", "A-100-ack1", "B", "C-10", "C-1000", "C-10000", "D", "D-1024", "D-ack1",
              "D-1024-ack1", "D-codel")  # fmt: skip
@@ -129,8 +140,12 @@ ACCESS = ("A-10-access", "C-10000-access")
 #: the bottleneck stays the bottleneck (our choice).
 ACCESS_RATE = "20Gbps"
 
+#: Benchmarks run only when named: a web workload over a long run, without
+#: and with access links (the module's docs).
+WORKLOADS = ("W", "W-access")
+
 #: Every benchmark name, the default set first.
-ALL_SCENARIOS = SCENARIOS + ON_REQUEST + CHAINS + ACCESS
+ALL_SCENARIOS = SCENARIOS + ON_REQUEST + CHAINS + ACCESS + WORKLOADS
 
 
 #: Metric sets a benchmark can run with (``--metrics``): ``default`` is what a
@@ -157,6 +172,17 @@ def _dumbbell_a(flows: int) -> dict[str, Any]:
         "flows": [{"cc": "dctcp", "count": flows, "rtt": "100us", "start_jitter": "1ms"}],
         "tcp": {"mtu_bytes": 1500},
     }
+
+
+def _web() -> dict[str, Any]:
+    return {
+        "name": "bench-w",
+        "duration": "16s",
+        "bottleneck": {"rate": "1Gbps", "buffer": "100ms", "aqm": "fifo"},
+        "flows": [],
+        "workloads": [{"kind": "web", "rate": "2000/s", "cc": "cubic", "rtt": "20ms",
+                       "size": {"dist": "pareto", "min": "2KB", "max": "1MB", "shape": 1.2}}],
+    }  # fmt: skip
 
 
 def _b() -> dict[str, Any]:
@@ -239,6 +265,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         s["name"] = f"bench-{base}"
     elif base == "B":
         s = _b()
+    elif base == "W":
+        s = _web()
     elif base == "D":
         s = _fat_tree(8, "100ms")
     elif base == "D-codel":
@@ -266,6 +294,8 @@ def scenario(name: str, duration: str | None = None, metrics: str = "default", r
         for q in _queues(s):
             q["rate"] = rate
     s["metrics"] = _metrics(metrics)
+    # A workload's cost as its flows accumulate is in its samples.
+    s["metrics"]["timeseries"] = base == "W"
     return s
 
 
@@ -316,12 +346,17 @@ def describe(name: str) -> str:
         q = s["bottleneck"]
         for f in s["flows"]:
             ccs[f["cc"]] = ccs.get(f["cc"], 0) + f.get("count", 1)
-        rtts = sorted({f["rtt"] for f in s["flows"]}, key=lambda t: duration_s(t) or 0.0)
+        rtts = sorted({f["rtt"] for f in s["flows"] + s.get("workloads", [])}, key=lambda t: duration_s(t) or 0.0)
         rtt = _time_text(rtts[0]) if len(rtts) == 1 else f"{_time_text(rtts[0])} to {_time_text(rtts[-1])}"
         total = sum(ccs.values())
         mix = " + ".join(f"{n} {cc.upper()}" for cc, n in ccs.items())
-        parts = [f"dumbbell {q['rate']}", f"{total} flows ({mix})" if len(ccs) > 1 else f"{mix} flows",
-                 f"base RTT {rtt}"]  # fmt: skip
+        parts = [f"dumbbell {q['rate']}"]
+        if ccs:
+            parts.append(f"{total} flows ({mix})" if len(ccs) > 1 else f"{mix} flows")
+        for w in s.get("workloads", []):
+            z = w["size"]
+            parts.append(f"{w['kind']} flows at {w['rate']} ({w['cc'].upper()}, {z['dist']} sizes {z['min']} to {z['max']})")
+        parts.append(f"base RTT {rtt}")
         if "access_rate" in q:
             parts.append(f"each flow through its own {q['access_rate']} access link")
     elif "links" in s["topology"]:
@@ -348,6 +383,8 @@ def describe(name: str) -> str:
     parts.append(aqm + (f", {q['buffer']} buffer{per_port}" if "buffer" in q else ""))
     if s.get("tcp", {}).get("delayed_ack") is False:
         parts.append("an ACK for every packet")
+    if s["metrics"]["timeseries"]:
+        parts.append("time series on")
     return f"{', '.join(parts)}; {_time_text(s['duration'])} simulated"
 
 
