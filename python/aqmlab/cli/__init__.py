@@ -98,7 +98,7 @@ def _dash_values(argv: list[str]) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aqmlab.bench import ACCESS, CHAINS, METRICS, ON_REQUEST, SCENARIOS  # standard library only: cheap at start-up
+    from aqmlab.bench import ACCESS, CHAINS, METRICS, ON_REQUEST, SCENARIOS, WORKLOADS  # standard library only: cheap at start-up
 
     p = _Parser(prog="aqmlab", description="Packet-level AQM and congestion-control experiments.")
     p.add_argument("--version", action="version", version=f"aqmlab {_engine.__version__}")
@@ -190,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description=f"Run fixed benchmark scenarios ({', '.join(SCENARIOS)}), each in a fresh "
                        "process, and print simulated packets (packet-hops for the fat trees D, D-1024) per "
                        "wall-second; on request (--only) also the fat tree with another discipline on every "
-                       f"port ({', '.join(ON_REQUEST)}), chains of 1 to 64 links ({', '.join(CHAINS)}) and "
-                       f"dumbbells with an access link per flow ({', '.join(ACCESS)}). "
+                       f"port ({', '.join(ON_REQUEST)}), chains of 1 to 64 links ({', '.join(CHAINS)}), "
+                       f"dumbbells with an access link per flow ({', '.join(ACCESS)}) and a long web workload "
+                       f"({', '.join(WORKLOADS)}). "
                        "'aqmlab bench --list' describes each scenario.")  # fmt: skip
     b.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     b.add_argument("--only", action="extend", nargs="+", metavar="NAME",
