@@ -66,8 +66,9 @@ LENGTHS = {
     "A-10": ("1s", "2s"), "A-100": ("1s", "2s"), "A-10-ack1": ("1s", "2s"), "A-100-ack1": ("1s", "2s"),
     "B": ("1s", "2s"), "C-10": ("1s", "2s"), "C-1000": ("100ms", "200ms"), "C-10000": ("25ms", "50ms"),
     "A-10-access": ("1s", "2s"), "C-10000-access": ("25ms", "50ms"),
-    # The web workloads: arrivals and departures balance from the first
-    # second on, so the difference is what each further flow costs.
+    # The web workloads: flows start and finish at the same pace from the
+    # first second on, so the difference is a packet's steady cost, its
+    # share of flow starts and samples included.
     "W": ("4s", "8s"), "W-access": ("4s", "8s"),
     "D": ("5ms", "10ms"), "D-ack1": ("5ms", "10ms"), "D-codel": ("5ms", "10ms"),
     "D-1024": ("1.5ms", "3ms"), "D-1024-ack1": ("1.5ms", "3ms"),
