@@ -144,8 +144,7 @@ impl World {
 
     /// Packets (data and ACKs) that left any queue so far.
     pub fn packet_hops(&self) -> u64 {
-        let departed = |q: &crate::net::link::QueueSlot| q.counters.iter().map(|c| c.departed_pkts).sum::<u64>();
-        self.reused_access_departed_pkts + self.links.iter().filter_map(|l| l.queue.as_ref()).map(departed).sum::<u64>()
+        self.reused_access_departed_pkts + self.links.iter().filter_map(|l| l.queue.as_ref()).map(|q| q.departed_pkts()).sum::<u64>()
     }
 
     pub fn wall_s(&self) -> f64 {

@@ -609,10 +609,15 @@ impl QueueSlot {
         qdisc.on_timer(&mut ctx);
     }
 
+    /// Packets (data and ACKs) that left the queue, over its sub-queues.
+    pub fn departed_pkts(&self) -> u64 {
+        self.counters.iter().map(|c| c.departed_pkts).sum()
+    }
+
     /// arrived = departed + dropped + resident (+1 while a packet is on the wire).
     pub fn check_conservation(&self, name: &str) -> Result<(), String> {
         let arrived: u64 = self.counters.iter().map(|c| c.arrived_pkts).sum();
-        let departed: u64 = self.counters.iter().map(|c| c.departed_pkts).sum();
+        let departed = self.departed_pkts();
         // Link losses happen after departure, so they are not part of the queue's balance.
         let dropped: u64 =
             self.counters.iter().map(|c| c.drops() - c.dropped_pkts[DropReason::LinkLoss as usize]).sum();

@@ -6,8 +6,9 @@
 //! miss the hop waits for (the bucket array of a busy port spans kilobytes).
 //! With a log, a queue updates the sojourn's count, sum and maximum at
 //! once (its counters and sojourn statistics, in its hot lines) and keeps
-//! the current run of equal buckets there too (`Buckets::record_run`: in D-1024 56 % of
-//! sojourns fall in the bucket of the queue's previous one, 52 % are zero).
+//! the current run of equal buckets there too (`Buckets::record_run`: in
+//! D-1024 56 % of sojourns fall in the bucket of the queue's previous one,
+//! 52 % are zero).
 //! Only a run that ends is noted here, as (bucket, count); every few
 //! hundred entries the log is applied in order, prefetching a few entries
 //! ahead so that the misses overlap instead of queueing one behind the
@@ -22,9 +23,9 @@
 //! histogram; the log is applied, and the open runs counted, before
 //! anything reads or resets one (`World::start_due_transmissions`, which
 //! the end of warm-up and the end of the run call first, and
-//! `start_due_sampled_transmissions`, which a sample calls first). Bench D: 11–14 % of its wall time was this increment before
-//! the log, D-1024 about a third with the log and before the runs
-//! (docs/performance.md).
+//! `start_due_sampled_transmissions`, which a sample calls first). Bench
+//! D: 11–14 % of its wall time was this increment before the log, D-1024
+//! about a third with the log and before the runs (docs/performance.md).
 
 use super::link::Link;
 use crate::sim::prefetch::prefetch;

@@ -35,8 +35,6 @@ impl World {
         for _ in 0..self.reuse_looks.min(self.access_queues.len()) {
             let (link, flow) = self.access_queues.pop_front()?;
             if self.access_queue_is_free(link, flow) {
-                let q = self.links[link as usize].queue.as_ref().expect("an access queue");
-                self.reused_access_departed_pkts += q.counters.iter().map(|c| c.departed_pkts).sum::<u64>();
                 return Some(link);
             }
             self.access_queues.push_back((link, flow));

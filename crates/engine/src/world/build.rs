@@ -256,6 +256,11 @@ impl World {
         // the place of a finished flow's), after the topology's links took
         // their shortcuts in `World::new`.
         let reuse = self.take_free_access_queue();
+        if let Some(l) = reuse {
+            // The queue is rebuilt with fresh counters: `packet_hops` keeps
+            // what it moved for its last owner.
+            self.reused_access_departed_pkts += self.links[l as usize].queue.as_ref().map_or(0, |q| q.departed_pkts());
+        }
         let mut paths = self.topology.paths(id, attach, &mut self.links, reuse)?;
         self.enable_queue_shortcuts(first_new_link..self.links.len());
         if let Some(l) = reuse {

@@ -71,7 +71,9 @@ impl World {
         }
         // An access queue leaves once its flow has finished (it sends
         // nothing more into it) and the queue has emptied: every later
-        // settling would change nothing.
+        // settling would change nothing. Reuse asks more of a queue
+        // (`QueueSlot::is_idle_at`: no timer, no end of transmission
+        // pending either), since it rebuilds it; settling needs only this.
         let (links, flows) = (&self.links, &self.flows);
         self.sampled_queues.retain(|&(l, f)| {
             f == NO_OWNER || !flows[f as usize].sampled_done || links[l as usize].queue.as_ref().is_some_and(|q| q.is_sending() || q.backlog_pkts() > 0)
