@@ -227,11 +227,22 @@ def costs_by_address(callgrind_out: str, object_name: str, event: str = "Ir") ->
 
 def own_line(chain: list[str]) -> str:
     """The innermost frame of an ``addr2line -i`` chain that lies in the
-    engine's own source (``crates/...``), as ``path:line``; else ``?``."""
+    engine's own source (``crates/...``), as ``path:line``. Else, for code
+    of Rust's library that the compiler kept out of line (a slice sort
+    instantiated for the engine's type), the outermost frame, the library
+    function's own line, as ``library core/src/...:line``; else ``?`` (no
+    line information: libc, the allocator)."""
+    def path_line(frame: str) -> tuple[str, str]:
+        path, _, line = frame.partition(" (discriminator")[0].rpartition(":")
+        return path, line
+
     for frame in chain:
         if "/crates/" in frame:
-            path, _, line = frame.partition(" (discriminator")[0].rpartition(":")
+            path, line = path_line(frame)
             return f"{path.split('/src/')[-1]}:{line}"
+    if chain and "/library/" in chain[-1]:
+        path, line = path_line(chain[-1])
+        return f"library {path.split('/library/')[-1]}:{line}"
     return "?"
 
 

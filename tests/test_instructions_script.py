@@ -57,14 +57,22 @@ def test_self_costs_land_on_their_addresses_and_call_lines_are_not_self_costs():
     assert ins.total_instructions(CALLGRIND) == 1234
 
 
-def test_an_instruction_is_charged_to_the_innermost_line_of_the_engines_source():
+def test_an_instruction_is_charged_to_the_engines_innermost_line_or_the_library_function_it_lies_in():
     chain = [
         "/rustc/abc/library/core/src/slice/index.rs:278",
         "/work/main/crates/engine/src/sim/ring.rs:128 (discriminator 3)",
         "/work/main/crates/engine/src/net/delay_line.rs:63",
     ]
     assert ins.own_line(chain) == "sim/ring.rs:128"
-    assert ins.own_line(["/rustc/abc/library/core/src/option.rs:767"]) == "?"
+    # Library code kept out of line is named by its outermost frame: the
+    # function the address belongs to, not what was inlined into it.
+    sort = [
+        "/rustc/abc/library/core/src/ptr/mod.rs:1400",
+        "/rustc/abc/library/core/src/slice/sort/shared/smallsort.rs:273",
+    ]
+    assert ins.own_line(sort) == "library core/src/slice/sort/shared/smallsort.rs:273"
+    assert ins.own_line(["??:0"]) == "?"
+    assert ins.own_line([]) == "?"
 
 
 def test_work_is_read_from_runjson_s_line():
