@@ -7,7 +7,7 @@
 
 // These imports are the prelude of the world's submodules (`use super::*`).
 use crate::aqm::{FlowQueueCounters, Qdisc};
-use crate::cc::{self, CongestionControl};
+use crate::cc::{self, AnyCc, CongestionControl};
 use crate::metrics::histogram::Histogram;
 use crate::metrics::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::metrics::{summary, Results};
@@ -29,7 +29,7 @@ use crate::transport::tcp_sender::{SenderSpec, SenderState, TcpSender};
 use crate::transport::udp::DatagramSink;
 use crate::transport::{EcnSetting, TcpConfig};
 use serde_json::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub use crate::transport::endpoint::{Sink, Source};
@@ -49,6 +49,7 @@ mod topology;
 
 pub use crate::metrics::records::FlowInfo;
 pub use flow::Flow;
+use build::Ends;
 use flow::{Incast, WorkloadGen};
 
 use topology::{Attach, QueueOptions, Topology};
@@ -66,7 +67,7 @@ pub struct World {
     /// Shared half-duplex media (`net::medium`); empty without WLAN links.
     mediums: Vec<Medium>,
     lines: Lines,
-    line_index: BTreeMap<route::LineKey, u32>,
+    line_index: rustc_hash::FxHashMap<route::LineKey, u32>,
     routes: Routes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,

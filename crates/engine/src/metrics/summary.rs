@@ -230,7 +230,8 @@ pub fn build(mut r: RunRecords) -> Results {
             // A receiver may run ahead of real time; a completion after the end did not happen.
             fct = f.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
             negotiated = tcp.negotiated;
-            if !tcp.cc_state.is_empty() {
+            // Only the summary's flows report it (not a workload's).
+            if !tcp.cc_state.is_empty() && !info.from_workload {
                 cc_state = Some(tcp.cc_state.iter().copied().collect::<std::collections::BTreeMap<_, _>>());
             }
         }

@@ -7,7 +7,7 @@
 //! again as a Python `str` (issue 22); a code costs 4, and the front gets
 //! the values once (`aqmlab-py`'s `column_to_py`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 #[derive(Clone, Default)]
 pub struct TextColumn {
@@ -16,7 +16,7 @@ pub struct TextColumn {
     /// Distinct values in order of first appearance.
     values: Vec<String>,
     /// Where each value sits in `values`.
-    index: HashMap<String, u32>,
+    index: FxHashMap<String, u32>,
 }
 
 impl TextColumn {

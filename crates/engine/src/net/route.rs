@@ -12,7 +12,7 @@
 
 use super::delay_line::Lines;
 use super::link::Link;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
 
 /// One element of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub enum Stage {
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     stages: Vec<Option<Stage>>,
-    ids: HashMap<Vec<Stage>, u32>,
+    ids: FxHashMap<Vec<Stage>, u32>,
 }
 
 /// Key of a delay line: its delay, the rate-less random-loss links merged
@@ -57,7 +57,7 @@ pub const SHARED: u32 = u32::MAX;
 /// created on first use.
 pub fn shared_line(
     lines: &mut Lines,
-    line_index: &mut BTreeMap<LineKey, u32>,
+    line_index: &mut FxHashMap<LineKey, u32>,
     delay_ns: u64,
     lossy: Vec<u32>,
     owner: u32,
@@ -88,7 +88,7 @@ pub fn compile(
     hops: &[Hop],
     links: &[Link],
     lines: &mut Lines,
-    line_index: &mut BTreeMap<LineKey, u32>,
+    line_index: &mut FxHashMap<LineKey, u32>,
 ) -> Vec<Stage> {
     let mut stages = vec![];
     let mut acc_ns = 0u64;
@@ -139,8 +139,8 @@ pub fn make_sink_line(stages: &mut [Stage]) {
 
 impl Routes {
     /// The id of the route with these stages, registered on first use.
-    pub fn intern(&mut self, stages: Vec<Stage>) -> u32 {
-        if let Some(&id) = self.ids.get(&stages) {
+    pub fn intern(&mut self, stages: &[Stage]) -> u32 {
+        if let Some(&id) = self.ids.get(stages) {
             return id;
         }
         // Hops are counted in a u8 (`Packet::hop`).
@@ -148,7 +148,7 @@ impl Routes {
         let id = u32::try_from(self.stages.len()).expect("fewer than 2^32 stages in all routes");
         self.stages.extend(stages.iter().copied().map(Some));
         self.stages.push(None);
-        self.ids.insert(stages, id);
+        self.ids.insert(stages.to_vec(), id);
         id
     }
 
@@ -182,11 +182,11 @@ mod tests {
     #[test]
     fn equal_stage_lists_share_one_route_and_a_sink_line_makes_another() {
         let mut routes = Routes::default();
-        let a = routes.intern(vec![Stage::Queue(0), Stage::Line(1)]);
-        let b = routes.intern(vec![Stage::Queue(0), Stage::Line(1)]);
+        let a = routes.intern(&[Stage::Queue(0), Stage::Line(1)]);
+        let b = routes.intern(&[Stage::Queue(0), Stage::Line(1)]);
         let mut to_sink = vec![Stage::Queue(0), Stage::Line(1)];
         make_sink_line(&mut to_sink);
-        let c = routes.intern(to_sink);
+        let c = routes.intern(&to_sink);
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_eq!(routes.len(), 2);
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(routes.stage(a, 2), None);
         assert_eq!(routes.stage(c, 1), Some(Stage::SinkLine(1)));
         // The empty route (feedback packets) ends at once.
-        let e = routes.intern(vec![]);
+        let e = routes.intern(&[]);
         assert_eq!(routes.stage(e, 0), None);
         assert_eq!(routes.stage(c, 2), None);
     }

@@ -20,7 +20,7 @@ impl World {
             mediums: topology.mediums.clone(),
             links,
             lines: Lines::default(),
-            line_index: BTreeMap::new(),
+            line_index: Default::default(),
             routes: Routes::default(),
             flows: vec![],
             flow_counters: vec![],
@@ -120,6 +120,11 @@ impl World {
             };
             let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
             let cc_name: Arc<str> = g.cc.as_str().into();
+            // Built once per group: a flow starts from a copy (`Ends::Tcp`).
+            let controller = match rate_source::lookup(&g.cc) {
+                Some(_) => None,
+                None => Some(tcp_controller(&g.cc, &g.params)?),
+            };
             // `count` flows per attachment, attachment by attachment.
             for attach in attaches.iter().flat_map(|a| std::iter::repeat_n(a, g.count as usize)) {
                 let id = w.flows.len() as u64;
@@ -139,11 +144,16 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let rate_based = rate_source::lookup(&g.cc).map(|e| {
-                    let size = g.packet_size_bytes.unwrap_or(e.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64);
-                    (g.rate_bps.unwrap_or(0), size as u32)
-                });
-                let id = w.add_flow(info, attach, &g.params, rate_based)?;
+                let ends = match (rate_source::lookup(&g.cc), &controller) {
+                    (Some(e), _) => Ends::Rate {
+                        rate_bps: g.rate_bps.unwrap_or(0),
+                        packet_size_bytes: g.packet_size_bytes.unwrap_or(e.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
+                        params: &g.params,
+                    },
+                    (None, Some(c)) => Ends::Tcp(c.clone()),
+                    (None, None) => unreachable!("a window-based group has a controller"),
+                };
+                let id = w.add_flow(info, attach, ends)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
@@ -156,7 +166,7 @@ impl World {
                 mean_gap_ns: 1e9 / wl.rate,
                 stop_ns: wl.stop_ns.unwrap_or(s.duration_ns),
                 size: wl.size.clone(),
-                params: wl.params.clone(),
+                controller: tcp_controller(&wl.cc, &wl.params)?,
                 ecn,
                 attach: attach_of(s, wl.rtt_ns, &wl.src, &wl.dst),
                 label: wl.label.clone().unwrap_or_else(|| format!("{}-{}", wl.kind, wl.cc)).into(),
@@ -247,9 +257,9 @@ impl World {
         }
     }
 
-    /// Create a flow (at build time or when a workload spawns one);
-    /// `rate_based` is (rate, packet size) for a udp or qcn source, None for TCP.
-    pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, params: &Value, rate_based: Option<(u64, u32)>) -> Result<u32, String> {
+    /// Create a flow (at build time or when a workload spawns one) with the
+    /// two ends `ends` describes.
+    pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, ends: Ends<'_>) -> Result<u32, String> {
         let id = self.flows.len() as u32;
         let first_new_link = self.links.len();
         // A dumbbell's per-flow access queue is made here (or rebuilt in
@@ -272,7 +282,7 @@ impl World {
             let owned = (first_new_link..self.links.len()).filter(|&l| self.links[l].queue.is_some());
             self.sampled_queues.extend(owned.map(|l| (l as u32, id)));
         }
-        if let Some(l) = paths.access_queue.filter(|_| rate_based.is_none() && info.size_bytes.is_some()) {
+        if let Some(l) = paths.access_queue.filter(|_| matches!(ends, Ends::Tcp(_)) && info.size_bytes.is_some()) {
             self.access_queues.push_back((l, id));
         }
         info.base_rtt_ns = paths.base_rtt_ns;
@@ -298,10 +308,10 @@ impl World {
             Some(&Stage::Line(d)) if !self.lines[d as usize].is_lossy() => Some(d),
             _ => None,
         };
-        let fwd_route = self.routes.intern(fwd);
-        let rev_route = self.routes.intern(rev);
-        let (source, sink) = match rate_based {
-            Some((rate_bps, packet_size_bytes)) => {
+        let fwd_route = self.routes.intern(&fwd);
+        let rev_route = self.routes.intern(&rev);
+        let (source, sink) = match ends {
+            Ends::Rate { rate_bps, packet_size_bytes, params } => {
                 let entry = rate_source::lookup(&info.cc).ok_or_else(|| format!("'{}' is not a rate-based source", info.cc))?;
                 let spec = RateSourceSpec {
                     flow: id,
@@ -315,9 +325,7 @@ impl World {
                 let sink = DatagramSink { echo: entry.echoes.then(|| spec.ecn), ..Default::default() };
                 ((entry.build)(&spec, params)?, Sink::Datagram(sink))
             }
-            None => {
-                let entry = cc::lookup(info.cc.as_ref()).ok_or_else(|| format!("unknown congestion control '{}'", info.cc))?;
-                let (mut controller, _) = (entry.build)(params)?;
+            Ends::Tcp(mut controller) => {
                 controller.set_rng(SimRng::derive(self.seed, Domain::Cc, id as u64));
                 let spec = SenderSpec {
                     flow: id,
@@ -357,6 +365,26 @@ impl World {
         self.sync_source_timer(id as usize);
         Ok(id)
     }
+}
+
+/// What a new flow's two ends are made from (`World::add_flow`).
+pub(super) enum Ends<'a> {
+    /// A TCP sender with this controller, whose random stream `add_flow`
+    /// sets per flow, and a TCP receiver.
+    Tcp(AnyCc),
+    /// A rate-based source (`udp`, `qcn`, `probe`) built from its params,
+    /// and a datagram sink.
+    Rate { rate_bps: u64, packet_size_bytes: u32, params: &'a Value },
+}
+
+/// A controller `cc` configured by `params`, fresh: every flow of a group
+/// or workload starts from a copy of one, which is the controller each
+/// would build (a constructor reads only its config; the random stream is
+/// set per flow). Parsing the params for every flow was a third of a web
+/// workload's cost per flow (docs/performance.md).
+fn tcp_controller(cc_name: &str, params: &Value) -> Result<AnyCc, String> {
+    let entry = cc::lookup(cc_name).ok_or_else(|| format!("unknown congestion control '{cc_name}'"))?;
+    Ok((entry.build)(params)?.0)
 }
 
 fn queue_options(s: &Scenario) -> QueueOptions {
@@ -443,4 +471,30 @@ fn machine_memory_bytes() -> Option<u64> {
         line[key.len()..].trim().trim_end_matches("kB").trim().parse().ok()
     };
     Some((kib("MemTotal:")? + kib("SwapTotal:").unwrap_or(0)) * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flow of a group or workload starts from a copy of one
+    /// controller (`tcp_controller`), where each once built its own from
+    /// the params: the copy must be that controller, field for field, for
+    /// every controller, with its defaults and with params set.
+    #[test]
+    fn a_copied_controller_is_the_one_a_flow_would_build() {
+        let set = serde_json::json!({ "initial_window": 4 });
+        for entry in cc::REGISTRY {
+            for params in [Value::Null, set.clone()] {
+                let proto = tcp_controller(entry.name, &params).unwrap();
+                let built = (entry.build)(&params).unwrap().0;
+                let (mut a, mut b) = (proto.clone(), built);
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{} with {params}", entry.name);
+                a.set_rng(SimRng::derive(7, Domain::Cc, 3));
+                b.set_rng(SimRng::derive(7, Domain::Cc, 3));
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{} with {params}, its stream set", entry.name);
+            }
+        }
+        assert!(tcp_controller("vegas", &Value::Null).unwrap_err().contains("vegas"));
+    }
 }

@@ -556,10 +556,10 @@ impl World {
         let now = self.now_ns;
         let info = self.next_workload_flow(wi);
         let g = &self.workloads[wi];
-        let (attach, params) = (g.attach.clone(), g.params.clone());
+        let (attach, controller) = (g.attach.clone(), g.controller.clone());
         // Its route was checked when the world was built (`Topology::check_routes`);
         // a failure here would be an engine bug.
-        self.add_flow(info, &attach, &params, None).expect("workload flow builds");
+        self.add_flow(info, &attach, Ends::Tcp(controller)).expect("workload flow builds");
         let next = now + self.next_gap(wi);
         if next < self.workloads[wi].stop_ns {
             self.events.schedule(next, Event::WorkloadArrival(wi as u32));
@@ -596,8 +596,8 @@ impl World {
         let senders = super::fat_tree::pick_senders(inc.hosts, inc.senders, dst, &mut g.rng);
         for src in senders {
             let info = self.next_workload_flow(wi);
-            let params = self.workloads[wi].params.clone();
-            self.add_flow(info, &Attach::Hosts { src, dst }, &params, None).expect("incast flow builds");
+            let controller = self.workloads[wi].controller.clone();
+            self.add_flow(info, &Attach::Hosts { src, dst }, Ends::Tcp(controller)).expect("incast flow builds");
         }
         let next = now + inc.every_ns;
         if next < self.workloads[wi].stop_ns {

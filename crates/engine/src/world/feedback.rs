@@ -60,7 +60,7 @@ impl World {
         if let Some(r) = self.feedback_route {
             return r;
         }
-        let r = self.routes.intern(vec![]);
+        let r = self.routes.intern(&[]);
         self.feedback_route = Some(r);
         r
     }

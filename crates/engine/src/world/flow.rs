@@ -80,7 +80,8 @@ pub(super) struct WorkloadGen {
     pub(super) mean_gap_ns: f64,
     pub(super) stop_ns: u64,
     pub(super) size: SizeDist,
-    pub(super) params: Value,
+    /// Built once from the workload's params; each flow starts from a copy.
+    pub(super) controller: AnyCc,
     pub(super) ecn: EcnSetting,
     pub(super) attach: Attach,
     pub(super) label: Arc<str>,
