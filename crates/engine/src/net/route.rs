@@ -90,7 +90,8 @@ pub fn compile(
     lines: &mut Lines,
     line_index: &mut FxHashMap<LineKey, u32>,
 ) -> Vec<Stage> {
-    let mut stages = vec![];
+    // At most a line and a queue per hop, and a last line: one allocation.
+    let mut stages = Vec::with_capacity(2 * hops.len() + 1);
     let mut acc_ns = 0u64;
     let mut lossy: Vec<u32> = vec![];
     // A queue with departure lookahead hands packets on before they leave,

@@ -291,9 +291,9 @@ impl World {
         // reverse path: the source sees exactly the same packets at the same
         // (local) times, and its packets reach the first queue when they should,
         // with no delay-line event per packet. See docs/performance.md.
-        let (lead, rest) = split_leading_delay(&paths.fwd, &self.links);
+        let (lead, hops) = leading_delay(&paths.fwd, &self.links);
         let clock_offset_ns = if lead > 0 && self.lookahead {
-            paths.fwd = rest;
+            paths.fwd.drain(..hops);
             paths.rev.push(Hop::Delay(lead));
             lead
         } else {
@@ -410,24 +410,22 @@ fn check_routes(s: &Scenario, topology: &Topology, links: &[Link]) -> Result<(),
 }
 
 /// The pure delay at the start of a path (before its first queue or lossy
-/// link), and the path without it.
-fn split_leading_delay(hops: &[Hop], links: &[Link]) -> (u64, Vec<Hop>) {
+/// link), and how many hops it spans.
+fn leading_delay(hops: &[Hop], links: &[Link]) -> (u64, usize) {
     let mut lead = 0;
-    let mut i = 0;
-    while i < hops.len() {
-        match hops[i] {
+    for (i, h) in hops.iter().enumerate() {
+        match *h {
             Hop::Delay(d) => lead += d,
             Hop::Link(l) => {
                 let link = &links[l as usize];
                 if link.queue.is_some() || link.loses_or_marks() {
-                    break;
+                    return (lead, i);
                 }
                 lead += link.delay_ns;
             }
         }
-        i += 1;
     }
-    (lead, hops[i..].to_vec())
+    (lead, hops.len())
 }
 
 fn fat_tree_spec(s: &Scenario) -> Option<&crate::scenario::FatTreeSpec> {

@@ -130,15 +130,18 @@ impl World {
     #[cold]
     #[inline(never)]
     pub(super) fn flush_source_samples_due(&mut self, f: usize, local_ns: u64) {
-        let pending = std::mem::take(&mut self.flows[f].pending_samples);
-        let (due, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(t, _)| t < local_ns);
-        for (t, delivered) in due {
+        let mut pending = std::mem::take(&mut self.flows[f].pending_samples);
+        // Queued in time order (one per sample): the due ones lead. Taken
+        // in place, so the queue keeps its buffer.
+        let due = pending.partition_point(|&(t, _)| t < local_ns);
+        for &(t, delivered) in &pending[..due] {
             if self.flows[f].sampled_done {
                 return; // finished: later samples are dropped, as when sampled on time
             }
             self.sample_source(f, t, delivered);
         }
-        self.flows[f].pending_samples = later;
+        pending.drain(..due);
+        self.flows[f].pending_samples = pending;
     }
 }
 

@@ -242,7 +242,10 @@ impl Topology {
                     Some(r) => Hop::Link(*r),
                     None => Hop::Delay(*delay_ns),
                 };
-                let rev = vec![Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)];
+                // Room for the source's leading delay, which `World::add_flow`
+                // moves to the end: no second allocation per flow.
+                let mut rev = Vec::with_capacity(4);
+                rev.extend([Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)]);
                 Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) + odd_ns, access_queue: access })
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
