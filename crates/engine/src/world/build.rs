@@ -144,14 +144,13 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let ends = match (rate_source::lookup(&g.cc), &controller) {
-                    (Some(e), _) => Ends::Rate {
+                let ends = match (&controller, rate_source::lookup(&g.cc)) {
+                    (Some(c), _) => Ends::Tcp(c.clone()),
+                    (None, e) => Ends::Rate {
                         rate_bps: g.rate_bps.unwrap_or(0),
-                        packet_size_bytes: g.packet_size_bytes.unwrap_or(e.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
+                        packet_size_bytes: g.packet_size_bytes.unwrap_or(e.and_then(|e| e.default_packet_bytes).unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
                         params: &g.params,
                     },
-                    (None, Some(c)) => Ends::Tcp(c.clone()),
-                    (None, None) => unreachable!("a window-based group has a controller"),
                 };
                 let id = w.add_flow(info, attach, ends)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
