@@ -120,8 +120,10 @@ impl World {
             };
             let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
             let cc_name: Arc<str> = g.cc.as_str().into();
-            // Built once per group: a flow starts from a copy (`Ends::Tcp`).
-            let controller = match rate_source::lookup(&g.cc) {
+            // Looked up and built once per group: a flow starts from a copy
+            // of the controller (`Ends::Tcp`).
+            let rate_entry = rate_source::lookup(&g.cc);
+            let controller = match rate_entry {
                 Some(_) => None,
                 None => Some(tcp_controller(&g.cc, &g.params)?),
             };
@@ -144,13 +146,17 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let ends = match (&controller, rate_source::lookup(&g.cc)) {
+                let ends = match (&controller, rate_entry) {
                     (Some(c), _) => Ends::Tcp(c.clone()),
-                    (None, e) => Ends::Rate {
-                        rate_bps: g.rate_bps.unwrap_or(0),
-                        packet_size_bytes: g.packet_size_bytes.unwrap_or(e.and_then(|e| e.default_packet_bytes).unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
-                        params: &g.params,
-                    },
+                    (None, entry) => {
+                        let entry = entry.expect("a group without a controller is rate-based");
+                        Ends::Rate {
+                            entry,
+                            rate_bps: g.rate_bps.unwrap_or(0),
+                            packet_size_bytes: g.packet_size_bytes.unwrap_or(entry.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
+                            params: &g.params,
+                        }
+                    }
                 };
                 let id = w.add_flow(info, attach, ends)?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
@@ -310,8 +316,7 @@ impl World {
         let fwd_route = self.routes.intern(&fwd);
         let rev_route = self.routes.intern(&rev);
         let (source, sink) = match ends {
-            Ends::Rate { rate_bps, packet_size_bytes, params } => {
-                let entry = rate_source::lookup(&info.cc).ok_or_else(|| format!("'{}' is not a rate-based source", info.cc))?;
+            Ends::Rate { entry, rate_bps, packet_size_bytes, params } => {
                 let spec = RateSourceSpec {
                     flow: id,
                     rate_bps,
@@ -371,16 +376,17 @@ pub(super) enum Ends<'a> {
     /// A TCP sender with this controller, whose random stream `add_flow`
     /// sets per flow, and a TCP receiver.
     Tcp(AnyCc),
-    /// A rate-based source (`udp`, `qcn`, `probe`) built from its params,
-    /// and a datagram sink.
-    Rate { rate_bps: u64, packet_size_bytes: u32, params: &'a Value },
+    /// A rate-based source (`udp`, `qcn`, `probe`) built by its registry
+    /// entry from its params, and a datagram sink.
+    Rate { entry: &'static rate_source::RateSourceEntry, rate_bps: u64, packet_size_bytes: u32, params: &'a Value },
 }
 
 /// A controller `cc` configured by `params`, fresh: every flow of a group
 /// or workload starts from a copy of one, which is the controller each
 /// would build (a constructor reads only its config; the random stream is
-/// set per flow). Parsing the params for every flow was a third of a web
-/// workload's cost per flow (docs/performance.md).
+/// set per flow). Parsing the params for every flow cost about 4 600
+/// instructions a flow, 13 % of a web workload's run (docs/performance.md,
+/// "A flow's set-up").
 fn tcp_controller(cc_name: &str, params: &Value) -> Result<AnyCc, String> {
     let entry = cc::lookup(cc_name).ok_or_else(|| format!("unknown congestion control '{cc_name}'"))?;
     Ok((entry.build)(params)?.0)
