@@ -21,7 +21,7 @@ use crate::ppv::marker::PvMarker;
 use crate::registry::resolve_ecn;
 use crate::scenario::{Scenario, SizeDist};
 use crate::sim::prefetch::prefetch;
-use crate::sim::rng::{Domain, SimRng};
+use crate::sim::rng::{BoundedPareto, Domain, SimRng};
 use crate::sim::scheduler::{Event, EventQueue};
 use crate::transport::rate_source::{self, RateSourceSpec};
 use crate::transport::tcp_receiver::TcpReceiver;
@@ -50,7 +50,7 @@ mod topology;
 pub use crate::metrics::records::FlowInfo;
 pub use flow::Flow;
 use build::Ends;
-use flow::{Incast, WorkloadGen};
+use flow::{FlowSizes, Incast, WorkloadGen};
 
 use topology::{Attach, QueueOptions, Topology};
 
@@ -69,6 +69,10 @@ pub struct World {
     lines: Lines,
     line_index: rustc_hash::FxHashMap<route::LineKey, u32>,
     routes: Routes,
+    /// Buffers a new flow's paths are written into (`Topology::paths`) and
+    /// its two routes compiled into (`route::compile`).
+    path_scratch: topology::FlowPaths,
+    route_scratch: [Vec<Stage>; 2],
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
     /// The flows a sample still visits, in id order: a flow leaves once its

@@ -284,6 +284,30 @@ impl Link {
         Link { name, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
+
+    /// Give the link and its queue the random streams they would have been
+    /// built with (a copy of a link built once, `Topology::paths`).
+    pub fn set_random_streams(&mut self, link_rng: SimRng, queue_rng: SimRng) {
+        self.rng = link_rng;
+        if let Some(q) = &mut self.queue {
+            q.rng = queue_rng;
+        }
+    }
+
+    /// Take over the name of `old`, which this link replaces, and what its
+    /// queue allocated: the discipline's name and the waiting ring's buffer
+    /// (empty). `old` is an idle queue of the same kind, a dumbbell's
+    /// access queue a later flow reuses (`Topology::paths`); this link
+    /// starts as a new one would, without allocating them again.
+    pub fn take_buffers_of(&mut self, old: &mut Link) {
+        self.name = std::mem::take(&mut old.name);
+        if let (Some(q), Some(o)) = (&mut self.queue, &mut old.queue) {
+            debug_assert!(o.waiting.is_empty() && q.aqm_name == o.aqm_name, "{} is not an idle {}", self.name, q.aqm_name);
+            q.aqm_name = std::mem::take(&mut o.aqm_name);
+            q.waiting = std::mem::take(&mut o.waiting);
+            q.waiting.rewind();
+        }
+    }
     /// The link loses or marks packets at random.
     #[inline(always)]
     pub fn loses_or_marks(&self) -> bool {
@@ -607,6 +631,12 @@ impl QueueSlot {
     pub fn qdisc_timer(&mut self, now_ns: u64, flow_counters: &mut [FlowQueueCounters]) {
         let (qdisc, mut ctx) = self.qdisc_and_ctx(now_ns, flow_counters);
         qdisc.on_timer(&mut ctx);
+    }
+
+    /// Slots of the waiting ring's buffer (tests of its reuse).
+    #[cfg(test)]
+    pub(crate) fn waiting_capacity(&self) -> usize {
+        self.waiting.capacity()
     }
 
     /// Packets (data and ACKs) that left the queue, over its sub-queues.

@@ -67,7 +67,9 @@ pub fn shared_line(
     })
 }
 
-/// Compile `hops` into the stages a packet visits. A line that follows a
+/// Compile `hops` into `stages`, the stages a packet visits (a buffer the
+/// caller keeps: a workload compiles two routes for every flow it starts,
+/// most of them known already, `Routes::intern`). A line that follows a
 /// queue serves that queue alone; the lines before a path's first queue are
 /// shared by every route with the same delay and random-loss links
 /// (`line_index`).
@@ -89,9 +91,11 @@ pub fn compile(
     links: &[Link],
     lines: &mut Lines,
     line_index: &mut FxHashMap<LineKey, u32>,
-) -> Vec<Stage> {
-    // At most a line and a queue per hop, and a last line: one allocation.
-    let mut stages = Vec::with_capacity(2 * hops.len() + 1);
+    stages: &mut Vec<Stage>,
+) {
+    stages.clear();
+    // At most a line and a queue per hop, and a last line.
+    stages.reserve(2 * hops.len() + 1);
     let mut acc_ns = 0u64;
     let mut lossy: Vec<u32> = vec![];
     // A queue with departure lookahead hands packets on before they leave,
@@ -113,7 +117,7 @@ pub fn compile(
             Hop::Link(l) => {
                 let link = &links[l as usize];
                 if let Some(q) = &link.queue {
-                    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, &mut stages);
+                    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, stages);
                     stages.push(Stage::Queue(l));
                     line_needed = q.departs_on_arrival();
                     owner = l;
@@ -124,8 +128,7 @@ pub fn compile(
             }
         }
     }
-    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, &mut stages);
-    stages
+    flush(&mut acc_ns, &mut lossy, &mut line_needed, owner, stages);
 }
 
 /// Turn a route's final line into a [`Stage::SinkLine`] (the caller checked

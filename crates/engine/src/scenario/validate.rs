@@ -486,20 +486,6 @@ impl SizeDist {
         }
         Ok(())
     }
-
-    /// Draw a flow size in bytes (at least 1).
-    pub fn sample(&self, rng: &mut crate::sim::rng::SimRng) -> u64 {
-        let v = match self.dist.as_str() {
-            "pareto" => rng.bounded_pareto(self.min_bytes.unwrap() as f64, self.max_bytes.unwrap() as f64, self.shape.unwrap()),
-            "exponential" => rng.exponential(self.mean_bytes.unwrap() as f64),
-            "uniform" => {
-                let (lo, hi) = (self.min_bytes.unwrap(), self.max_bytes.unwrap());
-                return lo + rng.below(hi - lo + 1);
-            }
-            _ => return self.mean_bytes.unwrap(),
-        };
-        (v.round() as u64).max(1)
-    }
 }
 
 /// Every queue of a topology has its own name in the results (`queues[].name`,

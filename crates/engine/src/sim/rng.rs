@@ -40,6 +40,25 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The Pareto distribution with scale `min` and shape `alpha` truncated to
+/// `max`, sampled by inverse CDF of the truncated distribution (no
+/// rejection). What does not depend on the draw is computed once: a web
+/// workload draws a size for every flow, and each `libm::pow` costs about
+/// 230 instructions (docs/performance.md, "A flow's set-up").
+#[derive(Debug, Clone, Copy)]
+pub struct BoundedPareto {
+    min: f64,
+    /// (min / max)^alpha: the tail's weight beyond `max`.
+    ratio: f64,
+    inv_alpha: f64,
+}
+
+impl BoundedPareto {
+    pub fn new(min: f64, max: f64, alpha: f64) -> Self {
+        BoundedPareto { min, ratio: libm::pow(min / max, alpha), inv_alpha: 1.0 / alpha }
+    }
+}
+
 impl SimRng {
     /// The stream for component `index` of `domain` under `master_seed`.
     pub fn derive(master_seed: u64, domain: Domain, index: u64) -> Self {
@@ -74,13 +93,11 @@ impl SimRng {
         -mean * libm::log(1.0 - self.uniform())
     }
 
-    /// Pareto variate with scale `min` and shape `alpha`, truncated to `max`
-    /// by inverse-CDF sampling of the truncated distribution (no rejection).
-    pub fn bounded_pareto(&mut self, min: f64, max: f64, alpha: f64) -> f64 {
+    /// A variate of `d` (see [`BoundedPareto`]).
+    pub fn bounded_pareto(&mut self, d: &BoundedPareto) -> f64 {
         let u = self.uniform();
-        let ratio = libm::pow(min / max, alpha);
         // F^-1(u) for the Pareto truncated to [min, max].
-        min / libm::pow(1.0 - u * (1.0 - ratio), 1.0 / alpha)
+        d.min / libm::pow(1.0 - u * (1.0 - d.ratio), d.inv_alpha)
     }
 
     /// Uniform integer in [0, n).
@@ -126,7 +143,8 @@ mod tests {
         // Bounded Pareto(min 1, max 100, alpha 1.2): mean = a L^a/(1-(L/H)^a) * (L^(1-a) - H^(1-a))/(a-1)
         let (l, h, a): (f64, f64, f64) = (1.0, 100.0, 1.2);
         let expect = a * l.powf(a) / (1.0 - (l / h).powf(a)) * (l.powf(1.0 - a) - h.powf(1.0 - a)) / (a - 1.0);
-        let xs: Vec<f64> = (0..n).map(|_| r.bounded_pareto(l, h, a)).collect();
+        let d = BoundedPareto::new(l, h, a);
+        let xs: Vec<f64> = (0..n).map(|_| r.bounded_pareto(&d)).collect();
         assert!(xs.iter().all(|&x| (l..=h).contains(&x)));
         let m = xs.iter().sum::<f64>() / n as f64;
         assert!((m - expect).abs() / expect < 0.03, "mean {m} expect {expect}");

@@ -27,6 +27,8 @@ impl World {
             sampled_flows: vec![],
             sampled_queues: vec![],
             access_queues: VecDeque::new(),
+            route_scratch: Default::default(),
+            path_scratch: Default::default(),
             reuse_looks: super::access_reuse::REUSE_LOOKS,
             reused_access_departed_pkts: 0,
             topology,
@@ -170,7 +172,7 @@ impl World {
                 rng: SimRng::derive(s.seed, Domain::Workload, wi as u64),
                 mean_gap_ns: 1e9 / wl.rate,
                 stop_ns: wl.stop_ns.unwrap_or(s.duration_ns),
-                size: wl.size.clone(),
+                size: FlowSizes::new(&wl.size),
                 controller: tcp_controller(&wl.cc, &wl.params)?,
                 ecn,
                 attach: attach_of(s, wl.rtt_ns, &wl.src, &wl.dst),
@@ -276,7 +278,8 @@ impl World {
             // what it moved for its last owner.
             self.reused_access_departed_pkts += self.links[l as usize].queue.as_ref().map_or(0, |q| q.departed_pkts());
         }
-        let mut paths = self.topology.paths(id, attach, &mut self.links, reuse)?;
+        let mut paths = std::mem::take(&mut self.path_scratch);
+        self.topology.paths(id, attach, &mut self.links, reuse, &mut paths)?;
         self.enable_queue_shortcuts(first_new_link..self.links.len());
         if let Some(l) = reuse {
             self.enable_queue_shortcuts(l as usize..l as usize + 1);
@@ -304,8 +307,9 @@ impl World {
         } else {
             0
         };
-        let mut fwd = route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index);
-        let rev = route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index);
+        let [mut fwd, mut rev] = std::mem::take(&mut self.route_scratch);
+        route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index, &mut fwd);
+        route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index, &mut rev);
         if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
             route::make_sink_line(&mut fwd);
         }
@@ -315,6 +319,8 @@ impl World {
         };
         let fwd_route = self.routes.intern(&fwd);
         let rev_route = self.routes.intern(&rev);
+        self.route_scratch = [fwd, rev];
+        self.path_scratch = paths;
         let (source, sink) = match ends {
             Ends::Rate { entry, rate_bps, packet_size_bytes, params } => {
                 let spec = RateSourceSpec {

@@ -79,7 +79,7 @@ pub(super) struct WorkloadGen {
     pub(super) rng: SimRng,
     pub(super) mean_gap_ns: f64,
     pub(super) stop_ns: u64,
-    pub(super) size: SizeDist,
+    pub(super) size: FlowSizes,
     /// Built once from the workload's params; each flow starts from a copy.
     pub(super) controller: AnyCc,
     pub(super) ecn: EcnSetting,
@@ -98,4 +98,42 @@ pub(super) struct Incast {
     pub(super) senders: u32,
     pub(super) dst: Option<u32>,
     pub(super) hosts: u32,
+}
+
+/// A workload's flow sizes, ready to draw: its validated size distribution
+/// (`workloads[].size`) with the constants computed once.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum FlowSizes {
+    Pareto(BoundedPareto),
+    Exponential { mean_bytes: f64 },
+    Uniform { min_bytes: u64, max_bytes: u64 },
+    Fixed(u64),
+}
+
+impl FlowSizes {
+    /// Of a distribution validated (`SizeDist::check`: it has the keys its
+    /// kind reads).
+    pub(super) fn new(d: &SizeDist) -> Self {
+        let bytes = |v: Option<u64>| v.expect("validated: the distribution has the sizes it reads");
+        match d.dist.as_str() {
+            "pareto" => {
+                let shape = d.shape.expect("validated: a pareto has a shape");
+                FlowSizes::Pareto(BoundedPareto::new(bytes(d.min_bytes) as f64, bytes(d.max_bytes) as f64, shape))
+            }
+            "exponential" => FlowSizes::Exponential { mean_bytes: bytes(d.mean_bytes) as f64 },
+            "uniform" => FlowSizes::Uniform { min_bytes: bytes(d.min_bytes), max_bytes: bytes(d.max_bytes) },
+            _ => FlowSizes::Fixed(bytes(d.mean_bytes)),
+        }
+    }
+
+    /// Draw a flow size in bytes (at least 1).
+    pub(super) fn sample(&self, rng: &mut SimRng) -> u64 {
+        let v = match *self {
+            FlowSizes::Pareto(ref d) => rng.bounded_pareto(d),
+            FlowSizes::Exponential { mean_bytes } => rng.exponential(mean_bytes),
+            FlowSizes::Uniform { min_bytes, max_bytes } => return min_bytes + rng.below(max_bytes - min_bytes + 1),
+            FlowSizes::Fixed(bytes) => return bytes,
+        };
+        (v.round() as u64).max(1)
+    }
 }

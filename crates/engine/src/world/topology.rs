@@ -63,16 +63,53 @@ pub fn queue_link(index: usize, wire: Wire, q: QueueBuild, opt: QueueOptions) ->
     let told = q.told_rate_bps.unwrap_or(wire.rate_bps);
     let env = QdiscEnv { link_rate_bps: told, mtu_bytes: opt.mtu, limit: QueueLimit::from_spec(q.buffer, told) };
     let (qdisc, _) = aqm::build(q.aqm, q.params, &env)?;
-    let rng = SimRng::derive(opt.seed, Domain::Link, index as u64);
-    let link = Link::new(wire.name, wire.delay_ns, wire.loss, wire.mark, rng);
-    Ok(link.with_queue(
-        wire.rate_bps,
-        qdisc,
-        q.aqm.to_string(),
-        SimRng::derive(opt.seed, Domain::Queue, index as u64),
-        opt.histograms,
-        opt.sample_every,
-    ))
+    let (link_rng, queue_rng) = random_streams(opt.seed, index);
+    let link = Link::new(wire.name, wire.delay_ns, wire.loss, wire.mark, link_rng);
+    Ok(link.with_queue(wire.rate_bps, qdisc, q.aqm.to_string(), queue_rng, opt.histograms, opt.sample_every))
+}
+
+/// The random streams of link `index` and of its queue.
+fn random_streams(seed: u64, index: usize) -> (SimRng, SimRng) {
+    (SimRng::derive(seed, Domain::Link, index as u64), SimRng::derive(seed, Domain::Queue, index as u64))
+}
+
+/// A dumbbell's access link, as `queue_link` builds it for no flow in
+/// particular: no name, no delay, the random streams of index 0. Each
+/// flow's is a copy given its own (`access_link`): the discipline's
+/// params are read once, not for every flow a workload starts.
+fn access_template(rate_bps: u64, opt: QueueOptions) -> Result<Link, String> {
+    let wire = Wire { name: String::new(), rate_bps, delay_ns: 0, loss: 0.0, mark: 0.0 };
+    // No result reports an access queue: no sojourn histogram or samples
+    // for it (a histogram grows to the largest sojourn seen: 6.4 kB a
+    // queue over 64 s of web flows, docs/performance.md).
+    let opt = QueueOptions { histograms: false, sample_every: 0, ..opt };
+    queue_link(0, wire, QueueBuild::fifo(BufferSpec::Time(ACCESS_BUFFER_NS)), opt)
+}
+
+/// An access queue's buffer, as a time at its rate (docs/scenario.md,
+/// `access_rate`).
+const ACCESS_BUFFER_NS: u64 = 100_000_000;
+
+/// Link `i`, a flow's access link with delay `delay_ns`, made from
+/// `template` as `queue_link` would build it at `i`: pushed as a new link,
+/// or put in the place of a finished flow's idle one
+/// (`World::take_free_access_queue`), whose name and buffers it takes
+/// over, so that reuse allocates nothing.
+fn access_link(template: &Link, i: usize, delay_ns: u64, seed: u64, links: &mut Vec<Link>) {
+    let mut link = template.clone();
+    link.delay_ns = delay_ns;
+    let (link_rng, queue_rng) = random_streams(seed, i);
+    link.set_random_streams(link_rng, queue_rng);
+    match links.get_mut(i) {
+        Some(old) => {
+            link.take_buffers_of(old);
+            *old = link;
+        }
+        None => {
+            link.name = format!("access{i}");
+            links.push(link);
+        }
+    }
 }
 
 /// How flows attach: per-flow RTT (dumbbell) or end nodes (graph).
@@ -86,7 +123,8 @@ pub enum Attach {
 
 #[derive(Debug, Clone)]
 enum Shape {
-    Dumbbell { bottleneck: u32, reverse: Option<u32>, delay_ns: u64, access_rate_bps: Option<u64> },
+    /// `access`: the template of every flow's access link (`access_template`), with `access_rate`.
+    Dumbbell { bottleneck: u32, reverse: Option<u32>, delay_ns: u64, access: Option<Box<Link>> },
     Graph { nodes: Vec<String>, adj: Vec<Vec<(u32, usize)>> },
     FatTree(FatTree),
 }
@@ -101,6 +139,9 @@ pub struct Topology {
     pub mediums: Vec<Medium>,
 }
 
+/// A new flow's paths. The world keeps one and `Topology::paths` writes
+/// over it, so that a workload's flows do not allocate their hops.
+#[derive(Debug, Default)]
 pub struct FlowPaths {
     pub fwd: Vec<Hop>,
     pub rev: Vec<Hop>,
@@ -136,7 +177,8 @@ impl Topology {
                 }
                 None => None,
             };
-            Shape::Dumbbell { bottleneck: 0, reverse, delay_ns: b.delay_ns, access_rate_bps: b.access_rate_bps }
+            let access = b.access_rate_bps.map(|rate| access_template(rate, opt).map(Box::new)).transpose()?;
+            Shape::Dumbbell { bottleneck: 0, reverse, delay_ns: b.delay_ns, access }
         } else if let Some(ft) = s.topology.as_ref().and_then(|t| t.fat_tree.as_ref()) {
             Shape::FatTree(FatTree::build(ft, opt, &mut links)?)
         } else {
@@ -204,12 +246,22 @@ impl Topology {
     /// Paths for new flow `flow`; may add per-flow access links (dumbbell
     /// with an access rate), or build one afresh in the place of
     /// `reuse_access`, a finished flow's (`World::take_free_access_queue`).
-    pub fn paths(&self, flow: u32, attach: &Attach, links: &mut Vec<Link>, reuse_access: Option<u32>) -> Result<FlowPaths, String> {
+    pub fn paths(
+        &self,
+        flow: u32,
+        attach: &Attach,
+        links: &mut Vec<Link>,
+        reuse_access: Option<u32>,
+        out: &mut FlowPaths,
+    ) -> Result<(), String> {
+        out.fwd.clear();
+        out.rev.clear();
         match (&self.shape, attach) {
             (Shape::FatTree(t), Attach::Hosts { src, dst }) => {
-                Ok(link_paths(t.path(flow, *src, *dst), t.path(flow, *dst, *src), links))
+                link_paths(&t.path(flow, *src, *dst), &t.path(flow, *dst, *src), links, out);
+                Ok(())
             }
-            (Shape::Dumbbell { bottleneck, reverse, delay_ns, access_rate_bps }, Attach::Rtt(rtt)) => {
+            (Shape::Dumbbell { bottleneck, reverse, delay_ns, access }, Attach::Rtt(rtt)) => {
                 // rtt = 2·(sender access + bottleneck + receiver access), plus
                 // the odd nanosecond of an odd rtt on the ACK path's receiver
                 // side (rtt / 2 alone dropped it: 20000001ns ran as 20ms).
@@ -217,40 +269,26 @@ impl Topology {
                 let a_send = one_way_access / 2;
                 let a_recv = one_way_access - a_send;
                 let odd_ns = rtt % 2;
-                let access = match access_rate_bps {
-                    Some(rate) => {
-                        let i = reuse_access.map_or(links.len(), |l| l as usize);
-                        let wire = Wire { name: format!("access{i}"), rate_bps: *rate, delay_ns: a_send, loss: 0.0, mark: 0.0 };
-                        // No result reports an access queue: no sojourn
-                        // histogram or samples for it (a histogram grows to
-                        // the largest sojourn seen: 6.4 kB a queue over 64 s
-                        // of web flows, docs/performance.md).
-                        let opt = QueueOptions { histograms: false, sample_every: 0, ..self.opt };
-                        let link = queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(100_000_000)), opt)?;
-                        if i < links.len() {
-                            links[i] = link;
-                        } else {
-                            links.push(link);
-                        }
-                        Some(i as u32)
-                    }
-                    None => None,
-                };
+                let access = access.as_deref().map(|template| {
+                    let i = reuse_access.map_or(links.len(), |l| l as usize);
+                    access_link(template, i, a_send, self.opt.seed, links);
+                    i as u32
+                });
                 let first = access.map_or(Hop::Delay(a_send), Hop::Link);
-                let fwd = vec![first, Hop::Link(*bottleneck), Hop::Delay(a_recv)];
+                out.fwd.extend([first, Hop::Link(*bottleneck), Hop::Delay(a_recv)]);
                 let middle = match reverse {
                     Some(r) => Hop::Link(*r),
                     None => Hop::Delay(*delay_ns),
                 };
-                // Room for the source's leading delay, which `World::add_flow`
-                // moves to the end: no second allocation per flow.
-                let mut rev = Vec::with_capacity(4);
-                rev.extend([Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)]);
-                Ok(FlowPaths { fwd, rev, base_rtt_ns: 2 * (a_send + delay_ns + a_recv) + odd_ns, access_queue: access })
+                out.rev.extend([Hop::Delay(a_recv + odd_ns), middle, Hop::Delay(a_send)]);
+                out.base_rtt_ns = 2 * (a_send + delay_ns + a_recv) + odd_ns;
+                out.access_queue = access;
+                Ok(())
             }
             (Shape::Graph { nodes, adj }, Attach::Nodes { src, dst }) => {
                 let (fwd, rev) = graph_routes(nodes, adj, src, dst)?;
-                Ok(link_paths(fwd, rev, links))
+                link_paths(&fwd, &rev, links, out);
+                Ok(())
             }
             _ => Err("flow attachment does not match the topology".into()),
         }
@@ -332,8 +370,56 @@ fn shortest_path(adj: &[Vec<(u32, usize)>], src: usize, dst: usize) -> Option<Ve
 
 /// A flow's paths over links only (fat tree, graph): the hops, and the base
 /// RTT as the links' propagation delays there and back.
-fn link_paths(fwd: Vec<u32>, rev: Vec<u32>, links: &[Link]) -> FlowPaths {
+fn link_paths(fwd: &[u32], rev: &[u32], links: &[Link], out: &mut FlowPaths) {
     let delay = |p: &[u32]| p.iter().map(|&l| links[l as usize].delay_ns).sum::<u64>();
-    let base_rtt_ns = delay(&fwd) + delay(&rev);
-    FlowPaths { fwd: fwd.into_iter().map(Hop::Link).collect(), rev: rev.into_iter().map(Hop::Link).collect(), base_rtt_ns, access_queue: None }
+    out.base_rtt_ns = delay(fwd) + delay(rev);
+    out.fwd.extend(fwd.iter().copied().map(Hop::Link));
+    out.rev.extend(rev.iter().copied().map(Hop::Link));
+    out.access_queue = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aqm::testing::data;
+    use crate::aqm::FlowQueueCounters;
+    use crate::net::sojourn_log::SojournLog;
+    use crate::packet::Ecn;
+
+    /// An access link made from the template is the one `queue_link` builds
+    /// at its index, field for field, whether pushed as a new link or put in
+    /// the place of an idle one that carried packets (whose waiting ring's
+    /// buffer it keeps, so that reuse allocates nothing); with departure
+    /// lookahead on, as a flow's links get it.
+    #[test]
+    fn an_access_link_made_from_the_template_is_the_one_queue_link_builds() {
+        let opt = QueueOptions { seed: 9, mtu: 1500, histograms: true, sample_every: 4 };
+        let rate_bps = 20_000_000_000;
+        let template = access_template(rate_bps, opt).unwrap();
+        let built = |i: usize, delay_ns: u64| {
+            let wire = Wire { name: format!("access{i}"), rate_bps, delay_ns, loss: 0.0, mark: 0.0 };
+            let opt = QueueOptions { histograms: false, sample_every: 0, ..opt };
+            let mut l = queue_link(i, wire, QueueBuild::fifo(BufferSpec::Time(ACCESS_BUFFER_NS)), opt).unwrap();
+            l.enable_departure_lookahead(false);
+            format!("{l:?}")
+        };
+        let mut links = vec![];
+        for (i, delay_ns) in [(0, 5_000_000), (1, 7_000_001)] {
+            access_link(&template, i, delay_ns, opt.seed, &mut links);
+            links[i].enable_departure_lookahead(false);
+            assert_eq!(format!("{:?}", links[i]), built(i, delay_ns), "new access link {i}");
+        }
+        // Link 1 carries a burst that waits, then drains and idles.
+        let q = links[1].queue.as_mut().unwrap();
+        let (mut flows, mut log) = (vec![FlowQueueCounters::default(); 2], SojournLog::new(false));
+        for _ in 0..40 {
+            assert!(q.arrive_ahead(0, &mut data(1, Ecn::NotEct), &mut flows, &mut log, 1).is_some());
+        }
+        q.start_due(1_000_000_000, &mut log, 1);
+        assert!(q.is_idle_at(1_000_000_000) && q.departed_pkts() == 40);
+        access_link(&template, 1, 3_000_000, opt.seed, &mut links);
+        links[1].enable_departure_lookahead(false);
+        assert_eq!(format!("{:?}", links[1]), built(1, 3_000_000), "access link 1 in the place of an idle one");
+        assert!(links[1].queue.as_ref().unwrap().waiting_capacity() >= 40, "the waiting ring's buffer is kept");
+    }
 }
