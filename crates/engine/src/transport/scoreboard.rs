@@ -66,6 +66,26 @@ impl Scoreboard {
         }
     }
 
+    /// Give back the buffers of a scoreboard whose segments are all
+    /// acknowledged, for good: a finished sender's, which ignores every
+    /// packet after (`TcpSender::on_ack` returns unless established). A
+    /// workload's flows keep their records to the end of the run, and a
+    /// segment ring grown to a flow's largest window stayed with them
+    /// (docs/performance.md, "A flow's set-up, continued"). What is read
+    /// after (`pipe`, `nxt`) is counts, not buffers.
+    pub fn release_buffers(&mut self) {
+        debug_assert!(self.segs.is_empty() && self.ranges.is_empty(), "a scoreboard with segments outstanding");
+        self.segs = Ring::new();
+        self.ranges = Vec::new();
+        self.retx_fifo = VecDeque::new();
+    }
+
+    /// Slots of the segment ring's buffer (tests of `release_buffers`).
+    #[cfg(test)]
+    pub(crate) fn segment_capacity(&self) -> usize {
+        self.segs.capacity()
+    }
+
     #[inline]
     pub fn una(&self) -> u64 {
         self.una
@@ -340,6 +360,22 @@ impl Scoreboard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scoreboard whose segments are all acknowledged gives back its
+    /// buffers and reads the same after: the counts a sample reads of a
+    /// finished sender do not live in them.
+    #[test]
+    fn released_buffers_leave_what_a_finished_sender_reports() {
+        let mut sb = board(300);
+        sb.sack(250, 260, |_, _| {});
+        assert_eq!(sb.advance_una(300, |_, _| {}).0, 300);
+        assert!(sb.segs.capacity() >= 300);
+        let before = (sb.una(), sb.nxt(), sb.pipe(), sb.sacked(), sb.lost(), sb.retrans_out());
+        sb.release_buffers();
+        assert_eq!(sb.segs.capacity(), 0);
+        assert_eq!((sb.ranges.capacity(), sb.retx_fifo.capacity()), (0, 0));
+        assert_eq!((sb.una(), sb.nxt(), sb.pipe(), sb.sacked(), sb.lost(), sb.retrans_out()), before);
+    }
 
     fn board(n: u64) -> Scoreboard {
         let mut sb = Scoreboard::new();

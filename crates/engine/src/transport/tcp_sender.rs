@@ -149,6 +149,12 @@ impl TcpSender {
         }
     }
 
+    /// Slots of the scoreboard's segment ring (tests: a finished sender's is 0).
+    #[cfg(test)]
+    pub(crate) fn segment_capacity(&self) -> usize {
+        self.sb.segment_capacity()
+    }
+
     pub fn state(&self) -> SenderState {
         self.state
     }
@@ -465,6 +471,7 @@ impl TcpSender {
             self.state = SenderState::Finished;
             self.rto_deadline_ns = None;
             self.stats.finished_ns = Some(now_ns);
+            self.sb.release_buffers();
             return;
         }
         self.send_burst(now_ns, cwnd, cc_rate, out);

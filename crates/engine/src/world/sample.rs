@@ -184,6 +184,23 @@ mod tests {
         assert!(w.sampled_flows.len() * 4 < started, "{} of {started} flows still sampled", w.sampled_flows.len());
     }
 
+    /// A finished sender gives back its segment ring (a workload's flows
+    /// keep their records to the end of the run): none of the web flows
+    /// finished keeps one, while the long-lived flow does.
+    #[test]
+    fn a_finished_sender_keeps_no_segment_buffer() {
+        use crate::transport::tcp_sender::SenderState;
+        let w = web_run("");
+        let senders = w.flows.iter().filter_map(|f| match &f.source {
+            crate::world::Source::Tcp(s) => Some(s),
+            _ => None,
+        });
+        let finished: Vec<usize> = senders.clone().filter(|s| s.state() == SenderState::Finished).map(|s| s.segment_capacity()).collect();
+        assert!(finished.len() > 600, "{} web flows finished", finished.len());
+        assert!(finished.iter().all(|&c| c == 0), "finished senders' rings: {:?}", finished.iter().filter(|&&c| c > 0).count());
+        assert!(senders.clone().next().is_some_and(|s| s.state() == SenderState::Established && s.segment_capacity() > 0));
+    }
+
     /// With `access_rate` every flow brings a queue of its own; a sample
     /// settles only the queues that can still change: the topology's, and
     /// the access queues of flows not finished or not yet emptied (at
