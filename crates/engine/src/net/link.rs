@@ -284,9 +284,9 @@ impl Link {
         Link { name, delay_ns, loss, mark, rng, queue: None, report: false, bottleneck: false, random_drops: 0, random_marks: 0, medium: None }
     }
 
-
     /// Give the link and its queue the random streams they would have been
-    /// built with (a copy of a link built once, `Topology::paths`).
+    /// built with (a copy of a link built once: a dumbbell's access links,
+    /// `access_link` in world/topology.rs).
     pub fn set_random_streams(&mut self, link_rng: SimRng, queue_rng: SimRng) {
         self.rng = link_rng;
         if let Some(q) = &mut self.queue {
@@ -297,8 +297,9 @@ impl Link {
     /// Take over the name of `old`, which this link replaces, and what its
     /// queue allocated: the discipline's name and the waiting ring's buffer
     /// (empty). `old` is an idle queue of the same kind, a dumbbell's
-    /// access queue a later flow reuses (`Topology::paths`); this link
-    /// starts as a new one would, without allocating them again.
+    /// access queue a later flow reuses (`access_link` in
+    /// world/topology.rs); this link starts as a new one would, without
+    /// allocating them again.
     pub fn take_buffers_of(&mut self, old: &mut Link) {
         self.name = std::mem::take(&mut old.name);
         if let (Some(q), Some(o)) = (&mut self.queue, &mut old.queue) {
@@ -308,6 +309,7 @@ impl Link {
             q.waiting.rewind();
         }
     }
+
     /// The link loses or marks packets at random.
     #[inline(always)]
     pub fn loses_or_marks(&self) -> bool {

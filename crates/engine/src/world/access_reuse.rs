@@ -7,10 +7,12 @@
 //! where 307 serve them all when reused (docs/performance.md, "With a
 //! queue per flow"). A new flow instead takes over the queue of a finished
 //! one once nothing of the old flow is left in it or on the line after it.
-//! The queue is built afresh in its place (`Topology::paths`), so it starts
-//! exactly as a new one would; the line and the route, keyed by the queue
-//! and the delay, are shared by the flows that reuse it, as they would be
-//! by two packets of one flow.
+//! A new queue is put in its place, made as every access queue is, from a
+//! template, keeping only the old one's name and empty buffers
+//! (`access_link` in world/topology.rs), so it starts exactly as a new one
+//! would; the line and the route, keyed by the queue and the delay, are
+//! shared by the flows that reuse it, as they would be by two packets of
+//! one flow.
 //!
 //! Results are those of a queue per flow: an event's place in the event
 //! list never depends on which queue or line it names (`sim::heap::Entry`),

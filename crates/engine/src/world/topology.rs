@@ -243,9 +243,10 @@ impl Topology {
         }
     }
 
-    /// Paths for new flow `flow`; may add per-flow access links (dumbbell
-    /// with an access rate), or build one afresh in the place of
-    /// `reuse_access`, a finished flow's (`World::take_free_access_queue`).
+    /// Paths for new flow `flow`, written into `out`; may add a per-flow
+    /// access link (dumbbell with an access rate), or make one in the
+    /// place of `reuse_access`, a finished flow's
+    /// (`World::take_free_access_queue`).
     pub fn paths(
         &self,
         flow: u32,
