@@ -43,8 +43,8 @@ pub fn mix(mut z: u64) -> u64 {
 /// The Pareto distribution with scale `min` and shape `alpha` truncated to
 /// `max`, sampled by inverse CDF of the truncated distribution (no
 /// rejection). What does not depend on the draw is computed once: a web
-/// workload draws a size for every flow, and each `libm::pow` costs about
-/// 230 instructions (docs/performance.md, "A flow's set-up").
+/// workload draws a size for every flow, and each `libm::pow` cost 226
+/// instructions there (docs/performance.md, "A flow's set-up, continued").
 #[derive(Debug, Clone, Copy)]
 pub struct BoundedPareto {
     min: f64,

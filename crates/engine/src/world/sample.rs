@@ -197,7 +197,8 @@ mod tests {
         });
         let finished: Vec<usize> = senders.clone().filter(|s| s.state() == SenderState::Finished).map(|s| s.segment_capacity()).collect();
         assert!(finished.len() > 600, "{} web flows finished", finished.len());
-        assert!(finished.iter().all(|&c| c == 0), "finished senders' rings: {:?}", finished.iter().filter(|&&c| c > 0).count());
+        let kept = finished.iter().filter(|&&c| c > 0).count();
+        assert_eq!(kept, 0, "{kept} of {} finished senders kept a segment ring", finished.len());
         assert!(senders.clone().next().is_some_and(|s| s.state() == SenderState::Established && s.segment_capacity() > 0));
     }
 
