@@ -122,12 +122,16 @@ impl World {
             };
             let label: Arc<str> = g.label.clone().unwrap_or_else(|| g.cc.clone()).into();
             let cc_name: Arc<str> = g.cc.as_str().into();
-            // Looked up and built once per group: a flow starts from a copy
-            // of the controller (`Ends::Tcp`).
-            let rate_entry = rate_source::lookup(&g.cc);
-            let controller = match rate_entry {
-                Some(_) => None,
-                None => Some(tcp_controller(&g.cc, &g.params)?),
+            // Chosen once per group, its controller built once: each flow
+            // starts from a copy.
+            let group_ends = match rate_source::lookup(&g.cc) {
+                Some(entry) => Ends::Rate {
+                    entry,
+                    rate_bps: g.rate_bps.unwrap_or(0),
+                    packet_size_bytes: g.packet_size_bytes.unwrap_or(entry.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
+                    params: &g.params,
+                },
+                None => Ends::Tcp(tcp_controller(&g.cc, &g.params)?),
             };
             // `count` flows per attachment, attachment by attachment.
             for attach in attaches.iter().flat_map(|a| std::iter::repeat_n(a, g.count as usize)) {
@@ -148,19 +152,7 @@ impl World {
                     size_bytes: g.size_bytes,
                     from_workload: false,
                 };
-                let ends = match (&controller, rate_entry) {
-                    (Some(c), _) => Ends::Tcp(c.clone()),
-                    (None, entry) => {
-                        let entry = entry.expect("a group without a controller is rate-based");
-                        Ends::Rate {
-                            entry,
-                            rate_bps: g.rate_bps.unwrap_or(0),
-                            packet_size_bytes: g.packet_size_bytes.unwrap_or(entry.default_packet_bytes.unwrap_or(s.tcp.mtu_bytes) as u64) as u32,
-                            params: &g.params,
-                        }
-                    }
-                };
-                let id = w.add_flow(info, attach, ends)?;
+                let id = w.add_flow(info, attach, group_ends.clone())?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
                 w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
@@ -378,6 +370,7 @@ impl World {
 }
 
 /// What a new flow's two ends are made from (`World::add_flow`).
+#[derive(Clone)]
 pub(super) enum Ends<'a> {
     /// A TCP sender with this controller, whose random stream `add_flow`
     /// sets per flow, and a TCP receiver.
