@@ -41,6 +41,7 @@ mod event_loop;
 mod fat_tree;
 mod feedback;
 mod flow;
+mod flow_routes;
 mod medium;
 mod outbox;
 mod records;
@@ -73,6 +74,8 @@ pub struct World {
     /// its two routes compiled into (`route::compile`).
     path_scratch: topology::FlowPaths,
     route_scratch: [Vec<Stage>; 2],
+    /// The last paths whose links were all shared, with their routes (`flow_routes`).
+    last_routes: flow_routes::LastRoutes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
     /// The flows a sample still visits, in id order: a flow leaves once its
@@ -80,6 +83,11 @@ pub struct World {
     /// the flows alive, not every flow a workload ever started. Empty
     /// without time series (no sample runs).
     sampled_flows: Vec<u32>,
+    /// Emptied buffers of lagging sources' owed samples
+    /// (`Flow::pending_samples`), handed to the next flow that owes one: a
+    /// web flow lives a sample or two, and allocating each its own buffer
+    /// cost about 370 instructions a flow (docs/performance.md).
+    sample_buffers: Vec<Vec<(u64, u64)>>,
     /// The queues a sample settles, in link order, each with the flow that
     /// owns it (`NO_OWNER` for a topology's queues): every queue but the
     /// access queues (a dumbbell's `access_rate`) whose flows have finished

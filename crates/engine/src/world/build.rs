@@ -25,9 +25,11 @@ impl World {
             flows: vec![],
             flow_counters: vec![],
             sampled_flows: vec![],
+            sample_buffers: vec![],
             sampled_queues: vec![],
             access_queues: VecDeque::new(),
             route_scratch: Default::default(),
+            last_routes: Default::default(),
             path_scratch: Default::default(),
             reuse_looks: super::access_reuse::REUSE_LOOKS,
             reused_access_departed_pkts: 0,
@@ -299,19 +301,8 @@ impl World {
         } else {
             0
         };
-        let [mut fwd, mut rev] = std::mem::take(&mut self.route_scratch);
-        route::compile(&paths.fwd, &self.links, &mut self.lines, &mut self.line_index, &mut fwd);
-        route::compile(&paths.rev, &self.links, &mut self.lines, &mut self.line_index, &mut rev);
-        if self.lookahead && matches!(rev.first(), Some(Stage::Line(_))) {
-            route::make_sink_line(&mut fwd);
-        }
-        let reply_line = match rev.first() {
-            Some(&Stage::Line(d)) if !self.lines[d as usize].is_lossy() => Some(d),
-            _ => None,
-        };
-        let fwd_route = self.routes.intern(&fwd);
-        let rev_route = self.routes.intern(&rev);
-        self.route_scratch = [fwd, rev];
+        let shared_links = reuse.is_none() && first_new_link == self.links.len();
+        let routes = self.flow_routes(&paths.fwd, &paths.rev, shared_links);
         self.path_scratch = paths;
         let (source, sink) = match ends {
             Ends::Rate { entry, rate_bps, packet_size_bytes, params } => {
@@ -347,9 +338,9 @@ impl World {
             info: Box::new(info),
             source,
             sink,
-            fwd_route,
-            rev_route,
-            reply_line,
+            fwd_route: routes.fwd,
+            rev_route: routes.rev,
+            reply_line: routes.reply_line,
             source_timer_at: None,
             sink_timer_at: None,
             delivered_at_warmup: 0,

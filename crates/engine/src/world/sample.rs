@@ -32,6 +32,9 @@ impl World {
             if f.clock_offset_ns == 0 {
                 self.sample_source(i, t, delivered);
             } else {
+                if f.pending_samples.capacity() == 0 {
+                    f.pending_samples = self.sample_buffers.pop().unwrap_or_default();
+                }
                 f.pending_samples.push((t, delivered));
             }
         }
@@ -134,14 +137,22 @@ impl World {
         // Queued in time order (one per sample): the due ones lead. Taken
         // in place, so the queue keeps its buffer.
         let due = pending.partition_point(|&(t, _)| t < local_ns);
+        let mut taken = due;
         for &(t, delivered) in &pending[..due] {
             if self.flows[f].sampled_done {
-                return; // finished: later samples are dropped, as when sampled on time
+                // Finished: later samples are dropped, as when sampled on time.
+                taken = pending.len();
+                break;
             }
             self.sample_source(f, t, delivered);
         }
-        pending.drain(..due);
-        self.flows[f].pending_samples = pending;
+        pending.drain(..taken);
+        // An emptied buffer goes to the next flow that owes a sample.
+        if pending.is_empty() {
+            self.sample_buffers.push(pending);
+        } else {
+            self.flows[f].pending_samples = pending;
+        }
     }
 }
 
