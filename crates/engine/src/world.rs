@@ -74,8 +74,8 @@ pub struct World {
     /// its two routes compiled into (`route::compile`).
     path_scratch: topology::FlowPaths,
     route_scratch: [Vec<Stage>; 2],
-    /// The last paths whose links were all shared, with their routes (`flow_routes`).
-    last_routes: flow_routes::LastRoutes,
+    /// The routes compiled so far, by what compiling their paths read (`flow_routes`).
+    known_routes: flow_routes::KnownRoutes,
     pub flows: Vec<Flow>,
     flow_counters: Vec<FlowQueueCounters>,
     /// The flows a sample still visits, in id order: a flow leaves once its

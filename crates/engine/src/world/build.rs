@@ -3,6 +3,7 @@
 
 use super::*;
 use super::fat_tree;
+use super::flow_routes::OwnLink;
 use crate::metrics::pcap::PcapRecorder;
 
 impl World {
@@ -29,7 +30,7 @@ impl World {
             sampled_queues: vec![],
             access_queues: VecDeque::new(),
             route_scratch: Default::default(),
-            last_routes: Default::default(),
+            known_routes: Default::default(),
             path_scratch: Default::default(),
             reuse_looks: super::access_reuse::REUSE_LOOKS,
             reused_access_departed_pkts: 0,
@@ -284,7 +285,9 @@ impl World {
             let owned = (first_new_link..self.links.len()).filter(|&l| self.links[l].queue.is_some());
             self.sampled_queues.extend(owned.map(|l| (l as u32, id)));
         }
-        if let Some(l) = paths.access_queue.filter(|_| matches!(ends, Ends::Tcp(_)) && info.size_bytes.is_some()) {
+        // A finite TCP flow's access queue is handed on when it ends.
+        let handed_on = paths.access_queue.filter(|_| matches!(ends, Ends::Tcp(_)) && info.size_bytes.is_some());
+        if let Some(l) = handed_on {
             self.access_queues.push_back((l, id));
         }
         info.base_rtt_ns = paths.base_rtt_ns;
@@ -301,8 +304,12 @@ impl World {
         } else {
             0
         };
-        let shared_links = reuse.is_none() && first_new_link == self.links.len();
-        let routes = self.flow_routes(&paths.fwd, &paths.rev, shared_links);
+        let own = match (paths.access_queue, handed_on) {
+            (None, _) => OwnLink::None,
+            (Some(_), Some(_)) => OwnLink::HandedOn,
+            (Some(_), None) => OwnLink::Kept,
+        };
+        let routes = self.flow_routes(&paths.fwd, &paths.rev, own);
         self.path_scratch = paths;
         let (source, sink) = match ends {
             Ends::Rate { entry, rate_bps, packet_size_bytes, params } => {
