@@ -86,7 +86,7 @@ pub struct World {
     /// Emptied buffers of lagging sources' owed samples
     /// (`Flow::pending_samples`), handed to the next flow that owes one: a
     /// web flow lives a sample or two, and allocating each its own buffer
-    /// cost about 370 instructions a flow (docs/performance.md).
+    /// cost about 100 instructions a flow (docs/performance.md).
     sample_buffers: Vec<Vec<(u64, u64)>>,
     /// The queues a sample settles, in link order, each with the flow that
     /// owns it (`NO_OWNER` for a topology's queues): every queue but the

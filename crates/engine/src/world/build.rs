@@ -305,7 +305,7 @@ impl World {
             0
         };
         let own = match (paths.access_queue, handed_on) {
-            (None, _) => OwnLink::None,
+            (None, _) => OwnLink::Absent,
             (Some(_), Some(_)) => OwnLink::HandedOn,
             (Some(_), None) => OwnLink::Kept,
         };

@@ -28,7 +28,8 @@ pub(super) struct FlowRoutes {
 /// dumbbell's access link).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum OwnLink {
-    None,
+    /// None: the paths hold only links the topology's set-up made.
+    Absent,
     /// One that a later flow takes over when this one ends (a finite TCP
     /// flow's), perhaps with another delay.
     HandedOn,
@@ -87,7 +88,7 @@ impl World {
         // A workload's flows over one dumbbell: the last flow's paths. Both
         // hold only links the topology's set-up made and fixed, which read
         // now as they did then.
-        if let Some(last) = known.last.filter(|_| own == OwnLink::None && known.last_fwd == fwd && known.last_rev == rev) {
+        if let Some(last) = known.last.filter(|_| own == OwnLink::Absent && known.last_fwd == fwd && known.last_rev == rev) {
             debug_assert_eq!(last, self.compile_routes(fwd, rev), "equal paths compiled to other routes");
             return last;
         }
@@ -105,7 +106,7 @@ impl World {
                 routes
             }
         };
-        if own == OwnLink::None {
+        if own == OwnLink::Absent {
             let known = &mut self.known_routes;
             known.last_fwd.clear();
             known.last_fwd.extend_from_slice(fwd);
