@@ -193,21 +193,25 @@ pub fn goodput_intervals(series: &FlowSeries, warm_ns: u64, end_ns: u64, interva
     }
     let n = ((end_ns - warm_ns) / interval_ns) as usize;
     let rows = series.t_ns.len();
-    // The run leaves its rows in time order (`FlowSeries::sort_by_time`).
-    let mut order: Vec<usize> = (0..rows).collect();
-    if !series.t_ns.is_sorted() {
+    // The run leaves its rows in time order (`FlowSeries::sort_by_time`):
+    // an order is made only for rows that are not.
+    let order: Option<Vec<usize>> = (!series.t_ns.is_sorted()).then(|| {
+        let mut order: Vec<usize> = (0..rows).collect();
         order.sort_by_key(|&i| series.t_ns[i]);
-    }
+        order
+    });
+    let row = |r: usize| order.as_ref().map_or(r, |o| o[r]);
     let flows = series.flow.iter().max().map_or(0, |&f| f as usize + 1);
     // Each flow's latest (time, bytes), and their sum.
     let mut latest = vec![(0u64, 0u64); flows];
     let mut sum = 0u64;
     let mut total = Vec::with_capacity(n + 1);
-    let mut next = order.iter().peekable();
+    let mut r = 0;
     for k in 0..=n as u64 {
         let boundary_ns = warm_ns + k * interval_ns;
-        while let Some(&&i) = next.peek().filter(|&&&i| series.t_ns[i] <= boundary_ns) {
-            next.next();
+        while r < rows && series.t_ns[row(r)] <= boundary_ns {
+            let i = row(r);
+            r += 1;
             let (t, bytes) = (series.t_ns[i], series.delivered_bytes[i]);
             let last = &mut latest[series.flow[i] as usize];
             let value = if last.0 == t { bytes.max(last.1) } else { bytes };

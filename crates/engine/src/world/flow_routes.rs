@@ -33,7 +33,7 @@ pub(super) enum OwnLink {
     /// One that a later flow takes over when this one ends (a finite TCP
     /// flow's), perhaps with another delay.
     HandedOn,
-    /// One no other flow will have: its paths' key is unique.
+    /// One no other flow will have: its paths are compiled without a key.
     Kept,
 }
 
@@ -84,6 +84,9 @@ impl KnownRoutes {
 impl World {
     /// The routes of paths `fwd` and `rev`, holding `own` link.
     pub(super) fn flow_routes(&mut self, fwd: &[Hop], rev: &[Hop], own: OwnLink) -> FlowRoutes {
+        if own == OwnLink::Kept {
+            return self.compile_routes(fwd, rev); // no flow before or after has these paths
+        }
         let known = &mut self.known_routes;
         // A workload's flows over one dumbbell: the last flow's paths. Both
         // hold only links the topology's set-up made and fixed, which read
@@ -100,9 +103,7 @@ impl World {
             }
             None => {
                 let routes = self.compile_routes(fwd, rev);
-                if own != OwnLink::Kept {
-                    self.known_routes.by_key.insert(self.known_routes.key.as_slice().into(), routes);
-                }
+                self.known_routes.by_key.insert(self.known_routes.key.as_slice().into(), routes);
                 routes
             }
         };
