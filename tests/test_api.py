@@ -213,6 +213,35 @@ def test_added_columns_match_a_pandas_computation() -> None:
     pd.testing.assert_series_equal(r.queues["sojourn_p99_ms"], r.queues["sojourn_p99_ns"] / 1e6, check_names=False)
 
 
+@pytest.mark.parametrize("coded", [True, False])
+def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> None:
+    """Each time-series row's label and cc are those of the flows-table row
+    with its id (the last of an id given twice), null for an id the table
+    lacks: from the engine's coded columns and from plain lists (a table
+    read back from Parquet) alike, as the definition by dictionary reads."""
+    import numpy as np
+    from aqmlab.columns import _arrow_array, _CodedText, _enrich
+
+    ids = np.array([7, 3, 9, 3, 0], dtype=np.uint64)
+    labels, ccs = ["web", "bulk", "web", "late", "x"], ["cubic", "reno", "cubic", "dctcp", "prague"]
+
+    def text(rows: list[str]) -> list[str]:
+        if not coded:
+            return rows
+        values = sorted(set(rows))
+        return _CodedText.of(np.array([values.index(v) for v in rows], dtype="<u4"), values)
+
+    flows = {"id": ids, "label": text(labels), "cc": text(ccs), "base_rtt_ns": ids, "srtt_ns": ids, "fct_ns": ids.astype(np.int64)}
+    flow = np.array([3, 5, 0, 7, 9, 3, 11, 0], dtype=np.uint64)
+    ts = {"t_ns": np.arange(len(flow), dtype=np.uint64), "flow": flow, "delivered_bytes": flow, "srtt_ns": flow}
+    out = _enrich({"flows": flows, "flow_ts": ts}, {})["flow_ts"]
+    row_of = {fid: i for i, fid in enumerate(ids.tolist())}
+    for col, values in (("label", labels), ("cc", ccs)):
+        want = [None if row_of.get(f) is None else values[row_of[f]] for f in flow.tolist()]
+        assert list(out[col]) == want
+        assert _arrow_array(out[col]).equals(_arrow_array(want)) and _arrow_array(out[col]).null_count == 2
+
+
 def test_load_reads_tables_written_by_pandas(tmp_path: Path) -> None:
     """Results saved before the Arrow writer (DataFrame.to_parquet) load the same."""
     r = aqmlab.run(tiny())

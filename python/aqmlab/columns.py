@@ -28,13 +28,36 @@ NULLABLE = {"flows": ("size_bytes", "fct_ns")}
 
 
 class _CodedText(list):  # type: ignore[type-arg]
-    """An engine text column: its rows as a list of str (each row sharing
+    """A text column: its rows as a list of str or None (each row sharing
     its value's object: 8 bytes a row), with the codes and distinct values
     they came from, from which the Arrow conversion builds its buffers
-    without visiting the rows. Not to be changed in place."""
+    without visiting the rows: the engine's text columns, and those
+    :func:`_enrich` takes from them. Not to be changed in place."""
 
     codes: np.ndarray
-    values: list[str]
+    values: list[str | None]
+
+    @classmethod
+    def of(cls, codes: np.ndarray, values: list[str | None]) -> _CodedText:
+        import numpy as np
+
+        # Gathered by numpy: five times as fast as mapping the codes (2
+        # million rows of a fat tree's sojourn histograms, 0.15 s -> 0.03 s).
+        rows = cls(np.array(values, dtype=object)[codes].tolist())
+        rows.codes, rows.values = codes, values
+        return rows
+
+
+def _coded(rows: list[str | None]) -> tuple[np.ndarray, list[str | None]]:
+    """A text column's codes and distinct values: those it came with, or
+    found (a column read back from Parquet)."""
+    import numpy as np
+
+    if isinstance(rows, _CodedText) and len(rows.codes) == len(rows):
+        return rows.codes, rows.values
+    index: dict[str | None, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in rows), dtype=np.int64, count=len(rows))
+    return codes, list(index)
 
 
 def _engine_columns(cols: dict[str, Any]) -> Columns:
@@ -46,10 +69,7 @@ def _engine_columns(cols: dict[str, Any]) -> Columns:
 
     def column(c: tuple[Any, ...]) -> Any:
         if c[0] == "text":
-            codes = np.frombuffer(c[1], dtype="<u4")
-            rows = _CodedText(map(c[2].__getitem__, codes.tolist()))
-            rows.codes, rows.values = codes, c[2]
-            return rows
+            return _CodedText.of(np.frombuffer(c[1], dtype="<u4"), c[2])
         return np.frombuffer(c[1], dtype=np.dtype(c[0]))
 
     return {name: column(c) for name, c in cols.items()}
@@ -81,16 +101,21 @@ def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
     if isinstance(values, _CodedText) and len(values.codes) == len(values):
         # From the codes: each value encoded once, offsets by numpy (0.41 s
         # -> 0.04 s for 1.3 million rows of a fat tree's queue names).
-        encoded = [v.encode() for v in values.values]
-        offsets = np.zeros(len(values) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))[values.codes], out=offsets[1:])
-        # Rows come in runs of one value (a queue's buckets): a run is one
-        # repetition of its bytes.
+        encoded = [b"" if v is None else v.encode() for v in values.values]
         codes = values.codes
+        offsets = np.zeros(len(values) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))[codes], out=offsets[1:])
         firsts = np.flatnonzero(np.concatenate(([True], codes[1:] != codes[:-1]))) if len(codes) else codes
-        runs = np.diff(np.append(firsts, len(codes)))
-        data = b"".join(encoded[c] * n for c, n in zip(codes[firsts].tolist(), runs.tolist(), strict=True))
-        return pa.Array.from_buffers(pa.large_string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+        if 2 * len(firsts) < len(codes):
+            # Rows in runs of one value (a queue's buckets): a run is one
+            # repetition of its bytes.
+            runs = np.diff(np.append(firsts, len(codes)))
+            data = b"".join(encoded[c] * n for c, n in zip(codes[firsts].tolist(), runs.tolist(), strict=True))
+        else:  # a value a row (a flow's label in its time series): joined without a Python loop
+            data = b"".join(map(encoded.__getitem__, codes.tolist()))
+        nulls = [i for i, v in enumerate(values.values) if v is None]
+        validity = _bitmap(~np.isin(codes, nulls)) if nulls else None
+        return pa.Array.from_buffers(pa.large_string(), len(values), [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
     if isinstance(values, list):
         # Each distinct value encoded once: text from elsewhere repeats too.
         once: dict[str, bytes] = {}
@@ -150,11 +175,15 @@ def _per_interval_diff(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _group_codes(*cols: list[Any]) -> np.ndarray:
-    """One integer per distinct combination of the key columns' values."""
+    """One integer per distinct combination of the text columns' values
+    (not necessarily consecutive), from their codes."""
     import numpy as np
 
-    codes: dict[tuple[Any, ...], int] = {}
-    return np.fromiter((codes.setdefault(k, len(codes)) for k in zip(*cols, strict=True)), dtype=np.int64, count=len(cols[0]))
+    key = np.zeros(len(cols[0]), dtype=np.int64)
+    for col in cols:
+        codes, values = _coded(col)
+        key = key * max(len(values), 1) + codes
+    return key
 
 
 def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Columns]:
@@ -192,10 +221,16 @@ def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Co
         ts["goodput_bps"] = _per_interval_diff(flow, ts["delivered_bytes"]) * 8 / dt
         ts["srtt_ms"] = _f64(ts["srtt_ns"]) / 1e6
         if f is not None and len(f["id"]):
-            row_of = {fid: i for i, fid in enumerate(f["id"].tolist())}
-            rows = [row_of.get(fid) for fid in flow.tolist()]
+            # Each row's flow in the flows table, by id (the last row of an
+            # id given twice); -1 for an unknown id.
+            ids = np.asarray(f["id"])
+            by_id = np.argsort(ids, kind="stable")
+            at = np.searchsorted(ids[by_id], flow, side="right") - 1
+            known = (at >= 0) & (ids[by_id][np.maximum(at, 0)] == flow)
+            rows = np.where(known, by_id[np.maximum(at, 0)], -1)
             for col in ("label", "cc"):  # the flow's, by id; null for an unknown id
-                ts[col] = [None if i is None else f[col][i] for i in rows]
+                codes, values = _coded(f[col])
+                ts[col] = _CodedText.of(np.where(known, codes[np.maximum(rows, 0)], len(values)), [*values, None])
     qt = t.get("queue_ts")
     if qt is not None:
         keys = _group_codes(qt["queue"], qt["subqueue"])
