@@ -242,6 +242,31 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
         assert _arrow_array(out[col]).equals(_arrow_array(want)) and _arrow_array(out[col]).null_count == 2
 
 
+def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tables are encoded on threads and written in order: each file is
+    what encoding it alone gives, and a table that fails to encode leaves
+    every file of an earlier save as it was."""
+    import aqmlab.results as results
+    from aqmlab.columns import _parquet_bytes
+
+    r = aqmlab.run(tiny())
+    paths = r.to_parquet(tmp_path)
+    assert [p.name for p in paths] == [f"{t}.parquet" for t in results.TABLES if t in r._arrow]
+    assert all(p.read_bytes() == _parquet_bytes(r._arrow[p.stem]) for p in paths)
+    before = {p.name: p.read_bytes() for p in paths}
+    other = aqmlab.run(tiny(), seed=9)
+
+    def failing(table: object) -> bytes:
+        if table is other._arrow["queue_ts"]:
+            raise OSError("disk full")
+        return _parquet_bytes(table)
+
+    monkeypatch.setattr(results, "_parquet_bytes", failing)
+    with pytest.raises(OSError, match="disk full"):
+        other.to_parquet(tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_load_reads_tables_written_by_pandas(tmp_path: Path) -> None:
     """Results saved before the Arrow writer (DataFrame.to_parquet) load the same."""
     r = aqmlab.run(tiny())
