@@ -229,7 +229,7 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
         if not coded:
             return rows
         values = sorted(set(rows))
-        return _CodedText.of(np.array([values.index(v) for v in rows], dtype="<u4"), values)
+        return _CodedText(np.array([values.index(v) for v in rows], dtype="<u4"), values)
 
     flows = {"id": ids, "label": text(labels), "cc": text(ccs), "base_rtt_ns": ids, "srtt_ns": ids, "fct_ns": ids.astype(np.int64)}
     flow = np.array([3, 5, 0, 7, 9, 3, 11, 0], dtype=np.uint64)

@@ -12,7 +12,7 @@ own plumbing, re-exported by ``aqmlab.results`` where callers import them.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,32 +20,56 @@ if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
-#: A table as columns: numpy arrays (numbers) or lists of str/None (text).
+#: A table as columns: numpy arrays (numbers) or sequences of str/None (text:
+#: lists, or the engine's coded columns).
 Columns = dict[str, Any]
 
 #: Integer columns where the engine writes -1 for "none"; null in the tables.
 NULLABLE = {"flows": ("size_bytes", "fct_ns")}
 
 
-class _CodedText(list):  # type: ignore[type-arg]
-    """A text column: its rows as a list of str or None (each row sharing
-    its value's object: 8 bytes a row), with the codes and distinct values
-    they came from, from which the Arrow conversion builds its buffers
-    without visiting the rows: the engine's text columns, and those
-    :func:`_enrich` takes from them. Not to be changed in place."""
+class _CodedText(Sequence[str | None]):
+    """A text column as codes into its distinct values: the engine's text
+    columns, and those :func:`_enrich` takes from them. The Arrow
+    conversion builds its buffers from the codes, and the run path reads
+    nothing else; the rows as str (each sharing its value's object) are made
+    on first use, for callers that read a column row by row (128 s of 2 000
+    web flows a second: 0.12 s for the flows table's four text columns,
+    which a run that only saves never reads). Not to be changed."""
 
-    codes: np.ndarray
-    values: list[str | None]
+    __slots__ = ("codes", "values", "_rows")
 
-    @classmethod
-    def of(cls, codes: np.ndarray, values: list[str | None]) -> _CodedText:
-        import numpy as np
+    def __init__(self, codes: np.ndarray, values: list[str | None]):
+        self.codes, self.values = codes, values
+        self._rows: list[str | None] | None = None
 
-        # Gathered by numpy: five times as fast as mapping the codes (2
-        # million rows of a fat tree's sojourn histograms, 0.15 s -> 0.03 s).
-        rows = cls(np.array(values, dtype=object)[codes].tolist())
-        rows.codes, rows.values = codes, values
-        return rows
+    def _list(self) -> list[str | None]:
+        if self._rows is None:
+            import numpy as np
+
+            # Gathered by numpy: five times as fast as mapping the codes (2
+            # million rows of a fat tree's sojourn histograms, 0.15 s -> 0.03 s).
+            self._rows = np.array(self.values, dtype=object)[self.codes].tolist()
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._list()[i]
+
+    def __iter__(self) -> Iterator[str | None]:
+        return iter(self._list())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, _CodedText)):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"_CodedText({self._list()!r})"
 
 
 def _coded(rows: list[str | None]) -> tuple[np.ndarray, list[str | None]]:
@@ -53,7 +77,7 @@ def _coded(rows: list[str | None]) -> tuple[np.ndarray, list[str | None]]:
     found (a column read back from Parquet)."""
     import numpy as np
 
-    if isinstance(rows, _CodedText) and len(rows.codes) == len(rows):
+    if isinstance(rows, _CodedText):
         return rows.codes, rows.values
     index: dict[str | None, int] = {}
     codes = np.fromiter((index.setdefault(v, len(index)) for v in rows), dtype=np.int64, count=len(rows))
@@ -69,7 +93,7 @@ def _engine_columns(cols: dict[str, Any]) -> Columns:
 
     def column(c: tuple[Any, ...]) -> Any:
         if c[0] == "text":
-            return _CodedText.of(np.frombuffer(c[1], dtype="<u4"), c[2])
+            return _CodedText(np.frombuffer(c[1], dtype="<u4"), c[2])
         return np.frombuffer(c[1], dtype=np.dtype(c[0]))
 
     return {name: column(c) for name, c in cols.items()}
@@ -98,7 +122,7 @@ def _arrow_array(values: Any, nullable: bool = False) -> pa.Array:
     import numpy as np
     import pyarrow as pa
 
-    if isinstance(values, _CodedText) and len(values.codes) == len(values):
+    if isinstance(values, _CodedText):
         # From the codes: each value encoded once, offsets by numpy (0.41 s
         # -> 0.04 s for 1.3 million rows of a fat tree's queue names).
         encoded = [b"" if v is None else v.encode() for v in values.values]
@@ -230,7 +254,7 @@ def _enrich(tables: dict[str, Columns], summary: dict[str, Any]) -> dict[str, Co
             rows = np.where(known, by_id[np.maximum(at, 0)], -1)
             for col in ("label", "cc"):  # the flow's, by id; null for an unknown id
                 codes, values = _coded(f[col])
-                ts[col] = _CodedText.of(np.where(known, codes[np.maximum(rows, 0)], len(values)), [*values, None])
+                ts[col] = _CodedText(np.where(known, codes[np.maximum(rows, 0)], len(values)), [*values, None])
     qt = t.get("queue_ts")
     if qt is not None:
         keys = _group_codes(qt["queue"], qt["subqueue"])
