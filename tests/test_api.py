@@ -242,13 +242,17 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
         assert _arrow_array(out[col]).equals(_arrow_array(want)) and _arrow_array(out[col]).null_count == 2
 
 
-def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tables are encoded on threads and written in order: each file is
-    what encoding it alone gives, and a table that fails to encode leaves
-    every file of an earlier save as it was."""
+@pytest.mark.parametrize("beside_min_cells", [0, 10**12])
+def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        beside_min_cells: int) -> None:  # fmt: skip
+    """The tables are encoded (the smaller ones on a thread, or not) and
+    written in order: each file is what encoding it alone gives, and a
+    table that fails to encode leaves every file of an earlier save as it
+    was."""
     import aqmlab.results as results
     from aqmlab.columns import _parquet_bytes
 
+    monkeypatch.setattr(results, "_ENCODE_BESIDE_MIN_CELLS", beside_min_cells)
     r = aqmlab.run(tiny())
     paths = r.to_parquet(tmp_path)
     assert [p.name for p in paths] == [f"{t}.parquet" for t in results.TABLES if t in r._arrow]
