@@ -253,7 +253,7 @@ class Result:
         # its own, 10 MB more on the peak of a k = 16 fat tree's run, whose
         # other tables encode in milliseconds beside its 2 million
         # histogram rows. (Sized by values, not `Table.nbytes`: reading
-        # that raised the same peak by 14 MB.)
+        # that raised the same peak by 14 MB, for reasons not established.)
         beside = by_size[1:] if sum(cells[name] for name in by_size[1:]) >= _ENCODE_BESIDE_MIN_CELLS else []
         with ThreadPoolExecutor(max_workers=1) as pool:
             others = {name: pool.submit(_parquet_bytes, self._arrow[name]) for name in beside}
