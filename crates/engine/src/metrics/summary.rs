@@ -230,8 +230,8 @@ pub fn build(mut r: RunRecords) -> Results {
     let window = (end - warm).max(1);
 
     // Flows. The table's columns are sized for every flow at once: grown
-    // by doubling, 16 346 flows (8 s of the W benchmark) cost 2.7 M
-    // instructions of copies, a tenth of the summary's.
+    // by doubling, 16 346 flows (8 s of the W benchmark) cost 2.7 M of the
+    // summary's 21.3 M instructions in copies.
     let mut t = FlowRows::with_capacity(r.flows.len());
     let mut flows_json = vec![];
     let mut long_goodputs = vec![];
