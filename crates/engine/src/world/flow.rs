@@ -2,6 +2,7 @@
 //! ends, its routes and timers; and the workload generators that start
 //! finite flows.
 
+use super::flow_routes::FlowRoutes;
 use super::*;
 
 /// Aligned to a cache line so that every record spans the same lines (936
@@ -44,6 +45,29 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// A new flow's record: its two ends, on its routes, its source
+    /// `clock_offset_ns` behind real time (`World::add_flow`).
+    #[inline(always)]
+    pub(super) fn new(info: FlowInfo, source: Source, sink: Sink, routes: FlowRoutes, clock_offset_ns: u64) -> Flow {
+        Flow {
+            info: Box::new(info),
+            source,
+            sink,
+            fwd_route: routes.fwd,
+            rev_route: routes.rev,
+            reply_line: routes.reply_line,
+            source_timer_at: None,
+            sink_timer_at: None,
+            delivered_at_warmup: 0,
+            delivered_at_end: 0,
+            early: VecDeque::new(),
+            clock_offset_ns,
+            pending_samples: vec![],
+            sampled_done: false,
+            marker: None,
+        }
+    }
+
     /// Prefetch what the record points to (see [`crate::sim::prefetch`]).
     #[inline(always)]
     pub(super) fn prefetch_heap_state(&self) {
