@@ -337,20 +337,18 @@ impl World {
                     total_bytes: info.size_bytes,
                 };
                 let size_bytes = info.size_bytes;
-                // Built where it stays: a record assembled on the stack
-                // and pushed was copied five times on its way (its
-                // sender moved into its source, the pair, the record, the
-                // table), about 330 instructions of a web flow's set-up.
-                self.flows.reserve(1);
-                self.flows.spare_capacity_mut()[0].write(Flow::new(
+                // The record in one expression: built from a (source,
+                // sink) pair, its sender was copied into the source, the
+                // pair and the record before the record was copied into
+                // the table, about 200 instructions of a web flow's set-up
+                // more than now (docs/performance.md, stop 64).
+                self.flows.push(Flow::new(
                     info,
                     Source::Tcp(TcpSender::new(spec, &self.tcp)),
                     Sink::Tcp(TcpReceiver::new(id, &self.tcp, size_bytes)),
                     routes,
                     clock_offset_ns,
                 ));
-                // SAFETY: the slot past the length was reserved and written just above.
-                unsafe { self.flows.set_len(id as usize + 1) };
             }
         }
         self.flow_counters.push(FlowQueueCounters::default());
