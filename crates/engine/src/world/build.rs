@@ -337,11 +337,10 @@ impl World {
                     total_bytes: info.size_bytes,
                 };
                 let size_bytes = info.size_bytes;
-                // The record in one expression: built from a (source,
-                // sink) pair, its sender was copied into the source, the
-                // pair and the record before the record was copied into
-                // the table, about 200 instructions of a web flow's set-up
-                // more than now (docs/performance.md, stop 64).
+                // One expression, its ends built in the arguments: a
+                // (source, sink) pair built first copied the sender three
+                // more times, about 200 instructions of a web flow's
+                // set-up (docs/performance.md, stop 64).
                 self.flows.push(Flow::new(
                     info,
                     Source::Tcp(TcpSender::new(spec, &self.tcp)),

@@ -161,3 +161,39 @@ impl FlowSizes {
         (v.round() as u64).max(1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `Flow::new` carries what `add_flow` compiled for the flow: the
+    /// record of a TCP flow and of a rate-based one (the two ways into the
+    /// table) holds its routes, its clock offset and the lossless line its
+    /// replies are written into. The shortcut of that line leaves results
+    /// as they are, so a record that lost it would pass every results test.
+    #[test]
+    fn a_new_record_holds_the_routes_its_flow_compiled() {
+        let s = json!({
+            "duration": "10ms", "seed": 1,
+            "bottleneck": {"rate": "100Mbps", "buffer": "20ms"},
+            "flows": [{"cc": "cubic", "rtt": "20ms"}, {"cc": "udp", "rtt": "20ms", "rate": "1Mbps"}],
+            "engine": {"lookahead": true}
+        });
+        let w = World::new(&crate::scenario::parse(&s.to_string()).unwrap()).unwrap();
+        assert_eq!(w.flows.len(), 2);
+        assert!(matches!(w.flows[0].source, Source::Tcp(_)) && matches!(w.flows[0].sink, Sink::Tcp(_)));
+        assert!(matches!(w.flows[1].sink, Sink::Datagram(_)));
+        for (i, f) in w.flows.iter().enumerate() {
+            // The pure delay leading the forward path is folded into the
+            // source's clock (half of the 20 ms round trip, by default).
+            assert!(f.clock_offset_ns > 0, "flow {i}: clock offset");
+            assert_eq!(f.info.base_rtt_ns, 20_000_000, "flow {i}: base RTT");
+            let first = w.routes.stage(f.rev_route, 0);
+            let Some(Stage::Line(d)) = first else { panic!("flow {i}: reverse route starts with {first:?}") };
+            assert_eq!(f.reply_line, Some(d), "flow {i}: replies go into the reverse route's first line");
+            assert!(w.routes.stages_of(f.fwd_route).any(|s| matches!(s, Stage::Queue(_))), "flow {i}: forward route crosses the bottleneck");
+        }
+        assert_eq!(w.flow_counters.len(), 2);
+    }
+}
