@@ -24,12 +24,13 @@ __all__ = ["Estimate", "ResourceError", "available_memory_bytes", "check", "esti
 #: measured as the peak-RSS slope of 10 ms runs with 10^4 and 10^5 CUBIC
 #: flows: 4.9 KB per flow.
 FLOW_BYTES = 5_000
-#: A workload's short flow, once it has ended (its record, counters and
-#: summary row; its time-series rows are counted apart): the peak-RSS slope
-#: of `aqmlab run` over 32 s and 128 s of 2 000 web flows per second
-#: (64 480 and 256 337 flows): 1.55 kB per flow, less its 1.42 rows of
-#: ~300 B.
-WORKLOAD_FLOW_BYTES = 1_200
+#: A workload's short flow, once it has ended (its end-of-run record,
+#: counters and summary row; the flow retires from the engine's flow table,
+#: and its time-series rows are counted apart): the peak-RSS slope of
+#: `aqmlab run` over 32 s and 128 s of 2 000 web flows per second (64 480
+#: and 256 337 flows): 0.92-0.95 kB per flow without huge pages, 0.66-0.89
+#: kB with them (stop 65), less its 1.42 rows of ~300 B, rounded up.
+WORKLOAD_FLOW_BYTES = 600
 #: One flow's time-series rows per metrics interval, in the engine and as
 #: DataFrames (flow_ts 122 B + two probe rows of 49 B, plus the engine's
 #: columns they are converted from), measured on a 10-flow run: ~300 B.

@@ -45,13 +45,14 @@ mod flow_routes;
 mod medium;
 mod outbox;
 mod records;
+mod retire;
 mod sample;
 mod topology;
 
 pub use crate::metrics::records::FlowInfo;
 pub use flow::Flow;
 use build::Ends;
-use flow::{FlowSizes, Incast, WorkloadGen};
+use flow::{FlowSizes, Incast, WorkloadGen, NO_TIMER};
 
 use topology::{Attach, QueueOptions, Topology};
 
@@ -76,7 +77,24 @@ pub struct World {
     route_scratch: [Vec<Stage>; 2],
     /// The routes compiled so far, by what compiling their paths read (`flow_routes`).
     known_routes: flow_routes::KnownRoutes,
+    /// The flows alive, and retired flows' places not yet taken again: a
+    /// flow is found through `slot_of` (`world::retire`).
     pub flows: Vec<Flow>,
+    /// By flow id, the flow's place in `flows` (`RETIRED` once retired).
+    slot_of: Vec<u32>,
+    /// Places in `flows` that retired flows left, for new flows to take.
+    free_slots: Vec<u32>,
+    /// Retired flows' end-of-run records, by id, in the order they retired.
+    retired: Vec<(u32, crate::metrics::records::FlowRecord)>,
+    /// A workload's finite TCP flows, in the order they are next looked at
+    /// for retirement (`World::retire_finished_flows`).
+    retire_candidates: VecDeque<u32>,
+    /// How many of them a new flow looks at (`retire::RETIRE_LOOKS`; 0 when
+    /// nothing may retire, `retire::retirement_allowed`, or in tests that
+    /// check retiring changes nothing).
+    retire_looks: usize,
+    /// The largest clock offset of any flow ever started (`catch_up_sources`).
+    max_clock_offset_ns: u64,
     flow_counters: Vec<FlowQueueCounters>,
     /// The flows a sample still visits, in id order: a flow leaves once its
     /// last sample is taken (`Flow::sampled_done`), so that a sample costs
@@ -183,6 +201,24 @@ impl World {
     pub fn into_results(self) -> Results {
         summary::build(self.into_records())
     }
+}
+
+/// Test support: runs `a` and `b` of one scenario agree in every table, in
+/// the summary, and in the counts of events, bottleneck packets and
+/// packet-hops (the summary's `perf` but its wall-clock figures). `what`
+/// names the case in a failure.
+#[cfg(test)]
+pub(crate) fn assert_same_results(what: &str, a: &Results, b: &Results) {
+    for t in ["flows", "queues", "sojourn_hist", "sojourn_samples", "flow_ts", "queue_ts", "probes"] {
+        assert_eq!(format!("{:?}", a.table(t)), format!("{:?}", b.table(t)), "{what}: table {t}");
+    }
+    let (mut a, mut b) = (a.summary(), b.summary());
+    for k in ["events", "bottleneck_packets", "packet_hops", "events_by_kind"] {
+        assert_eq!(a["perf"][k], b["perf"][k], "{what}: perf.{k}");
+    }
+    a["perf"] = Value::Null;
+    b["perf"] = Value::Null;
+    assert_eq!(a, b, "{what}: summary");
 }
 
 /// Parse, validate, build and run a scenario given as JSON.

@@ -209,6 +209,12 @@ impl Lines {
     pub fn lossy_links(&self, d: usize) -> &[u32] {
         &self.lossy_links[d]
     }
+
+    /// Every line (tests that check the network has emptied).
+    #[cfg(test)]
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &DelayLine> {
+        self.lines.iter()
+    }
 }
 
 impl std::ops::Index<usize> for Lines {

@@ -44,6 +44,11 @@ pub struct SenderStats {
     /// ACKs that reached the sender (the ACK loss of a path is ack drops over drops + these).
     pub acks_received: u64,
     pub syn_retries: u32,
+    /// SYNs sent and SYN-ACKs that reached the sender: with the data and
+    /// ACK counts, every packet of the connection is counted at both ends
+    /// (a finished flow's retirement reads them, `world::retire`).
+    pub syns_sent: u32,
+    pub syn_acks_received: u32,
     pub established_ns: Option<u64>,
     pub finished_ns: Option<u64>,
 }
@@ -259,11 +264,13 @@ impl TcpSender {
             Feedback::Accurate => flags::ECE | flags::CWR | flags::AE,
         };
         out.push(syn);
+        self.stats.syns_sent += 1;
         self.state = SenderState::SynSent;
         self.rto_deadline_ns = Some(now_ns + self.rtt.backed_off_rto_ns(self.backoff));
     }
 
     fn on_syn_ack(&mut self, now_ns: u64, pkt: &Packet, out: &mut Vec<Packet>) {
+        self.stats.syn_acks_received += 1;
         if self.state != SenderState::SynSent {
             return;
         }

@@ -24,6 +24,12 @@ impl World {
             line_index: Default::default(),
             routes: Routes::default(),
             flows: vec![],
+            slot_of: vec![],
+            free_slots: vec![],
+            retired: vec![],
+            retire_candidates: VecDeque::new(),
+            retire_looks: 0,
+            max_clock_offset_ns: 0,
             flow_counters: vec![],
             sampled_flows: vec![],
             sample_buffers: vec![],
@@ -97,6 +103,10 @@ impl World {
         }
         w.flows.try_reserve_exact(long_lived).map_err(|_| too_many())?;
         w.flow_counters.try_reserve_exact(long_lived).map_err(|_| too_many())?;
+        w.slot_of.try_reserve_exact(long_lived).map_err(|_| too_many())?;
+        if w.retirement_allowed() {
+            w.retire_looks = super::retire::RETIRE_LOOKS;
+        }
         // Room for the flows workloads are expected to start, too: grown by
         // doubling, a table of 256 000 web flows (128 s at 2 000 per second)
         // was copied whole at every doubling, and the run is 1.18 x as fast
@@ -109,8 +119,13 @@ impl World {
         let all_bytes = (long_lived as u128 + workload_flows as u128) * (std::mem::size_of::<Flow>() + std::mem::size_of::<FlowQueueCounters>()) as u128;
         if workload_flows > 0 && machine_memory_bytes().is_none_or(|m| all_bytes <= m as u128) {
             // A failed reservation leaves the tables to grow as they fill.
-            let _ = w.flows.try_reserve_exact(workload_flows);
+            // Where finished flows retire, the flow table holds the flows
+            // alive only.
+            if w.retire_looks == 0 {
+                let _ = w.flows.try_reserve_exact(workload_flows);
+            }
             let _ = w.flow_counters.try_reserve_exact(workload_flows);
+            let _ = w.slot_of.try_reserve_exact(workload_flows);
         }
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;
@@ -138,7 +153,7 @@ impl World {
             };
             // `count` flows per attachment, attachment by attachment.
             for attach in attaches.iter().flat_map(|a| std::iter::repeat_n(a, g.count as usize)) {
-                let id = w.flows.len() as u64;
+                let id = w.slot_of.len() as u64;
                 let jitter = if g.start_jitter_ns > 0 {
                     SimRng::derive(s.seed, Domain::Flow, id).below(g.start_jitter_ns + 1)
                 } else {
@@ -157,7 +172,8 @@ impl World {
                 };
                 let id = w.add_flow(info, attach, group_ends.clone())?;
                 let rng = || SimRng::derive(s.seed, Domain::Marker, id as u64);
-                w.flows[id as usize].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
+                let slot = w.slot(id as usize);
+                w.flows[slot].marker = g.marker.as_ref().map(|m| Box::new(PvMarker::new(m, rng())));
             }
         }
         for (wi, wl) in s.workloads.iter().enumerate() {
@@ -262,7 +278,7 @@ impl World {
     /// Create a flow (at build time or when a workload spawns one) with the
     /// two ends `ends` describes.
     pub(super) fn add_flow(&mut self, mut info: FlowInfo, attach: &Attach, ends: Ends<'_>) -> Result<u32, String> {
-        let id = self.flows.len() as u32;
+        let id = self.slot_of.len() as u32;
         let first_new_link = self.links.len();
         // A dumbbell's per-flow access queue is made here (or rebuilt in
         // the place of a finished flow's), after the topology's links took
@@ -324,7 +340,7 @@ impl World {
                 };
                 let sink = DatagramSink { echo: entry.echoes.then(|| spec.ecn), ..Default::default() };
                 let source = (entry.build)(&spec, params)?;
-                self.flows.push(Flow::new(info, source, Sink::Datagram(sink), routes, clock_offset_ns));
+                self.put_flow(Flow::new(id, info, source, Sink::Datagram(sink), routes, clock_offset_ns));
             }
             Ends::Tcp(mut controller) => {
                 controller.set_rng(SimRng::derive(self.seed, Domain::Cc, id as u64));
@@ -337,11 +353,15 @@ impl World {
                     total_bytes: info.size_bytes,
                 };
                 let size_bytes = info.size_bytes;
+                if size_bytes.is_some() && info.from_workload {
+                    self.retire_candidates.push_back(id);
+                }
                 // One expression, its ends built in the arguments: a
                 // (source, sink) pair built first copied the sender three
                 // more times, about 200 instructions of a web flow's
                 // set-up (docs/performance.md, stop 64).
-                self.flows.push(Flow::new(
+                self.put_flow(Flow::new(
+                    id,
                     info,
                     Source::Tcp(TcpSender::new(spec, &self.tcp)),
                     Sink::Tcp(TcpReceiver::new(id, &self.tcp, size_bytes)),
@@ -354,7 +374,8 @@ impl World {
         if self.timeseries {
             self.sampled_flows.push(id);
         }
-        self.sync_source_timer(id as usize);
+        self.max_clock_offset_ns = self.max_clock_offset_ns.max(clock_offset_ns);
+        self.sync_source_timer(self.slot(id as usize));
         Ok(id)
     }
 }

@@ -43,7 +43,7 @@ impl World {
 
     /// Real-time delay from queue `l` back to flow `f`'s source (see the module docs).
     fn feedback_delay_ns(&self, f: usize, l: u32) -> Option<u64> {
-        let flow = &self.flows[f];
+        let flow = &self.flows[self.slot(f)];
         let mut d = 2 * flow.clock_offset_ns;
         for st in self.routes.stages_of(flow.fwd_route) {
             match st {

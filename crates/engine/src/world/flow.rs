@@ -5,7 +5,7 @@
 use super::flow_routes::FlowRoutes;
 use super::*;
 
-/// Aligned to a cache line so that every record spans the same lines (936
+/// Aligned to a cache line so that every record spans the same lines (949
 /// bytes padded to 960): A-100 and C-10000 miss L1 about 0.5 times fewer
 /// per packet than with records straddling lines at random (cachegrind).
 #[derive(Debug, Clone)]
@@ -13,6 +13,10 @@ use super::*;
 pub struct Flow {
     /// Cold facts, out of line so the hot per-packet state packs tighter.
     pub info: Box<FlowInfo>,
+    /// The flow's id (what its packets, events and result rows name): its
+    /// place in the flow table too, unless a retired flow's place was
+    /// reused (`world::retire`).
+    pub(super) id: u32,
     pub source: Source,
     pub sink: Sink,
     pub(super) fwd_route: u32,
@@ -21,8 +25,10 @@ pub struct Flow {
     /// receiver's replies go straight into it (`ReplyToLine`). Noted here so
     /// that a delivery does not look it up through the route and the line.
     pub(super) reply_line: Option<u32>,
-    pub(super) source_timer_at: Option<u64>,
-    pub(super) sink_timer_at: Option<u64>,
+    /// When each end's timer event is armed for (`NO_TIMER`: none), in
+    /// 8 bytes each where an `Option` took 16.
+    pub(super) source_timer_at: u64,
+    pub(super) sink_timer_at: u64,
     /// Receiver's delivered bytes when warm-up ended.
     pub delivered_at_warmup: u64,
     /// Delivered bytes at the end of the run.
@@ -48,16 +54,17 @@ impl Flow {
     /// A new flow's record: its two ends, on its routes, its source
     /// `clock_offset_ns` behind real time (`World::add_flow`).
     #[inline(always)]
-    pub(super) fn new(info: FlowInfo, source: Source, sink: Sink, routes: FlowRoutes, clock_offset_ns: u64) -> Flow {
+    pub(super) fn new(id: u32, info: FlowInfo, source: Source, sink: Sink, routes: FlowRoutes, clock_offset_ns: u64) -> Flow {
         Flow {
             info: Box::new(info),
+            id,
             source,
             sink,
             fwd_route: routes.fwd,
             rev_route: routes.rev,
             reply_line: routes.reply_line,
-            source_timer_at: None,
-            sink_timer_at: None,
+            source_timer_at: NO_TIMER,
+            sink_timer_at: NO_TIMER,
             delivered_at_warmup: 0,
             delivered_at_end: 0,
             early: VecDeque::new(),
@@ -95,6 +102,10 @@ impl Flow {
         }
     }
 }
+
+/// `Flow::source_timer_at` and `Flow::sink_timer_at` with no timer armed:
+/// later than any time a timer is armed for.
+pub(super) const NO_TIMER: u64 = u64::MAX;
 
 /// A workload generator (Poisson arrivals of finite TCP flows).
 #[derive(Debug, Clone)]

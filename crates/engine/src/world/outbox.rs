@@ -64,7 +64,7 @@ impl World {
         if pkt.from_source() {
             return self.deliver_to_sink(pkt, self.now_ns);
         }
-        let f = pkt.flow as usize;
+        let f = self.slot(pkt.flow as usize);
         let local = self.now_ns - self.flows[f].clock_offset_ns;
         self.flush_source_samples(f, local);
         let mut out = self.outboxes.take();
@@ -95,7 +95,7 @@ impl World {
     /// departure times, which are never earlier than now.
     #[inline]
     pub(super) fn deliver_to_sink(&mut self, pkt: &Packet, arrival_ns: u64) {
-        let f = pkt.flow as usize;
+        let f = self.slot(pkt.flow as usize);
         let now = self.now_ns;
         let flow = &mut self.flows[f];
         if arrival_ns > self.next_checkpoint_ns {

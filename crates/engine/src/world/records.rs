@@ -1,7 +1,8 @@
 //! World → metrics: the finished world handed over as plain run records, the
 //! only way `metrics` learns what happened (it never sees the World).
 
-use super::{Sink, Source, World};
+use super::{Flow, Sink, Source, World};
+use crate::aqm::FlowQueueCounters;
 use crate::aqm::Qdisc;
 use crate::cc::CongestionControl;
 use crate::metrics::pcap::{PcapFlow, PcapRecords};
@@ -18,66 +19,7 @@ impl World {
             packet_hops: self.packet_hops(),
             wall_s: self.wall_s,
         };
-        let flows = self
-            .flows
-            .iter()
-            .zip(&self.flow_counters)
-            .map(|(f, fc)| {
-                let info = &f.info;
-                let tcp = match (&f.source, &f.sink) {
-                    (Source::Tcp(s), Sink::Tcp(_)) => Some(TcpRecord {
-                        retransmits: s.stats.retransmits,
-                        rtos: s.stats.rtos,
-                        ecn_reductions: s.stats.ecn_reductions,
-                        syn_retries: s.stats.syn_retries as u64,
-                        srtt_ns: s.srtt_ns(),
-                        negotiated: match s.feedback() {
-                            Feedback::None => "off",
-                            Feedback::Classic => "classic",
-                            Feedback::Accurate => "accurate",
-                        },
-                        cc_state: {
-                            let names = s.cc.probe_names();
-                            let mut vals = vec![0.0; names.len()];
-                            s.cc.probe(&mut vals);
-                            names.iter().copied().zip(vals).collect()
-                        },
-                    }),
-                    _ => None,
-                };
-                let sent = match (&f.source, &f.sink) {
-                    (Source::Tcp(s), Sink::Tcp(_)) => s.stats.segs_sent,
-                    (Source::Tcp(_), _) => 0,
-                    (Source::Cbr(c), _) => c.pkts_sent(),
-                    (Source::Qcn(q), _) => q.pkts_sent,
-                    (Source::Probe(p), _) => p.pkts_sent(),
-                };
-                FlowRecord {
-                    info: (**info).clone(),
-                    delivered_at_warmup: f.delivered_at_warmup,
-                    delivered_at_end: f.delivered_at_end,
-                    drops: fc.drops,
-                    marks: fc.marks,
-                    ack_drops: fc.ack_drops,
-                    acks_received: match &f.source {
-                        Source::Tcp(s) => s.stats.acks_received,
-                        _ => 0,
-                    },
-                    tcp_source: matches!(f.source, Source::Tcp(_)),
-                    sent,
-                    tcp,
-                    completed_ns: match &f.sink {
-                        Sink::Tcp(r) => r.completed_ns(),
-                        Sink::Datagram(_) => None,
-                    },
-                    is_probe: matches!(f.source, Source::Probe(_)),
-                    probe_rtt: match &f.source {
-                        Source::Probe(p) => p.samples.clone(),
-                        _ => vec![],
-                    },
-                }
-            })
-            .collect();
+        let flows = self.take_flow_records();
         let pcap = self.take_capture();
         // The run ends by applying it (`start_due_transmissions`).
         debug_assert!(self.sojourn_log.is_empty(), "sojourn buckets not yet counted");
@@ -122,9 +64,8 @@ impl World {
     /// headers need, if one was asked for.
     fn take_capture(&mut self) -> Option<PcapRecords> {
         let (name, rec) = self.links.iter_mut().find_map(|l| Some((l.name.clone(), l.queue.as_mut()?.capture.take()?)))?;
-        let flows = self
-            .flows
-            .iter()
+        let flows = (0..self.slot_of.len())
+            .map(|id| &self.flows[self.slot(id)])
             .map(|f| PcapFlow {
                 accurate: matches!(&f.source, Source::Tcp(s) if s.feedback() == Feedback::Accurate),
                 probe: matches!(f.source, Source::Probe(_)),
@@ -132,5 +73,66 @@ impl World {
             })
             .collect();
         Some(PcapRecords { queue: name, recorder: *rec, flows, mss_bytes: self.tcp.mss_bytes(), end_ns: self.end_ns })
+    }
+}
+
+/// Flow `f`'s end-of-run record, with its counters in the queues `fc`.
+pub(super) fn flow_record(f: &Flow, fc: &FlowQueueCounters) -> FlowRecord {
+    let info = &f.info;
+    let tcp = match (&f.source, &f.sink) {
+        (Source::Tcp(s), Sink::Tcp(_)) => Some(TcpRecord {
+            retransmits: s.stats.retransmits,
+            rtos: s.stats.rtos,
+            ecn_reductions: s.stats.ecn_reductions,
+            syn_retries: s.stats.syn_retries as u64,
+            srtt_ns: s.srtt_ns(),
+            negotiated: match s.feedback() {
+                Feedback::None => "off",
+                Feedback::Classic => "classic",
+                Feedback::Accurate => "accurate",
+            },
+            // Reported for long-lived flows only (`metrics::summary`): a
+            // workload's flow keeps its record without an allocation for it.
+            cc_state: if info.from_workload {
+                vec![]
+            } else {
+                let names = s.cc.probe_names();
+                let mut vals = vec![0.0; names.len()];
+                s.cc.probe(&mut vals);
+                names.iter().copied().zip(vals).collect()
+            },
+        }),
+        _ => None,
+    };
+    let sent = match (&f.source, &f.sink) {
+        (Source::Tcp(s), Sink::Tcp(_)) => s.stats.segs_sent,
+        (Source::Tcp(_), _) => 0,
+        (Source::Cbr(c), _) => c.pkts_sent(),
+        (Source::Qcn(q), _) => q.pkts_sent,
+        (Source::Probe(p), _) => p.pkts_sent(),
+    };
+    FlowRecord {
+        info: (**info).clone(),
+        delivered_at_warmup: f.delivered_at_warmup,
+        delivered_at_end: f.delivered_at_end,
+        drops: fc.drops,
+        marks: fc.marks,
+        ack_drops: fc.ack_drops,
+        acks_received: match &f.source {
+            Source::Tcp(s) => s.stats.acks_received,
+            _ => 0,
+        },
+        tcp_source: matches!(f.source, Source::Tcp(_)),
+        sent,
+        tcp,
+        completed_ns: match &f.sink {
+            Sink::Tcp(r) => r.completed_ns(),
+            Sink::Datagram(_) => None,
+        },
+        is_probe: matches!(f.source, Source::Probe(_)),
+        probe_rtt: match &f.source {
+            Source::Probe(p) => p.samples.clone(),
+            _ => vec![],
+        },
     }
 }

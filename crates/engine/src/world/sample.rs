@@ -23,9 +23,13 @@ impl World {
         let t = self.now_ns;
         self.start_due_sampled_transmissions();
         for k in 0..self.sampled_flows.len() {
-            let i = self.sampled_flows[k] as usize;
+            let id = self.sampled_flows[k];
+            if self.sampled_done(id) {
+                continue; // since the last sample, by a lagging source's late one
+            }
+            let i = self.slot(id as usize);
             let f = &mut self.flows[i];
-            if f.sampled_done || t < f.info.start_ns {
+            if t < f.info.start_ns {
                 continue;
             }
             let delivered = f.delivered_bytes_at(t);
@@ -40,8 +44,9 @@ impl World {
         }
         // Finished flows (here or, for a lagging source, since the last
         // sample) leave the list; the order of the rest is kept.
-        let flows = &self.flows;
-        self.sampled_flows.retain(|&i| !flows[i as usize].sampled_done);
+        let mut sampled = std::mem::take(&mut self.sampled_flows);
+        sampled.retain(|&id| !self.sampled_done(id));
+        self.sampled_flows = sampled;
         for &(i, _) in &self.sampled_queues {
             let l = &mut self.links[i as usize];
             if !l.report {
@@ -77,10 +82,11 @@ impl World {
         // settling would change nothing. Reuse asks more of a queue
         // (`QueueSlot::is_idle_at`: no timer, no end of transmission
         // pending either), since it rebuilds it; settling needs only this.
-        let (links, flows) = (&self.links, &self.flows);
-        self.sampled_queues.retain(|&(l, f)| {
-            f == NO_OWNER || !flows[f as usize].sampled_done || links[l as usize].queue.as_ref().is_some_and(|q| q.is_sending() || q.backlog_pkts() > 0)
+        let mut sampled = std::mem::take(&mut self.sampled_queues);
+        sampled.retain(|&(l, f)| {
+            f == NO_OWNER || !self.sampled_done(f) || self.links[l as usize].queue.as_ref().is_some_and(|q| q.is_sending() || q.backlog_pkts() > 0)
         });
+        self.sampled_queues = sampled;
         self.next_checkpoint_ns = self.checkpoint_after(t + 1);
         let next = t + self.sample_interval_ns;
         if next <= self.end_ns {
@@ -88,9 +94,11 @@ impl World {
         }
     }
 
-    /// Record the source-side columns of a sample at real time `t`.
-    pub(super) fn sample_source(&mut self, i: usize, t: u64, delivered: u64) {
-        let f = &mut self.flows[i];
+    /// Record the source-side columns of a sample at real time `t`, of the
+    /// flow in place `slot` of the flow table.
+    pub(super) fn sample_source(&mut self, slot: usize, t: u64, delivered: u64) {
+        let f = &mut self.flows[slot];
+        let i = f.id as usize;
         match &f.source {
             Source::Tcp(s) => {
                 if s.state() == SenderState::Finished {
@@ -120,8 +128,9 @@ impl World {
         }
     }
 
-    /// Take the samples a lagging source owes, before it handles an event at
-    /// `local_ns`: its state has not changed since its previous event.
+    /// Take the samples a lagging source owes (the flow in place `f` of the
+    /// flow table), before it handles an event at `local_ns`: its state has
+    /// not changed since its previous event.
     #[inline(always)]
     pub(super) fn flush_source_samples(&mut self, f: usize, local_ns: u64) {
         if self.flows[f].pending_samples.first().is_some_and(|&(t, _)| t < local_ns) {
@@ -161,8 +170,9 @@ mod tests {
     use crate::world::World;
 
     /// 4 s of a bulk flow and 200 web flows per second on a 100 Mbit/s
-    /// dumbbell, after `bottleneck`'s extra keys, run to its end.
-    fn web_run(bottleneck: &str) -> World {
+    /// dumbbell, after `bottleneck`'s extra keys, run to its end; finished
+    /// flows retire if `retire` (`world::retire`).
+    fn web_run(bottleneck: &str, retire: bool) -> World {
         let s = crate::scenario::parse(&format!(
             r#"{{"duration": "4s", "bottleneck": {{"rate": "100Mbps", "buffer": "20ms"{bottleneck}}},
                 "flows": [{{"cc": "cubic", "rtt": "20ms"}}],
@@ -171,6 +181,9 @@ mod tests {
         ))
         .unwrap();
         let mut w = World::new(&s).unwrap();
+        if !retire {
+            w.retire_looks = 0;
+        }
         w.run(|_| true).unwrap();
         w
     }
@@ -181,12 +194,12 @@ mod tests {
     /// the run: docs/performance.md, "Workload flows over long runs").
     #[test]
     fn a_sample_visits_the_flows_alive_not_every_flow_started() {
-        let w = web_run("");
-        let started = w.flows.len();
+        let w = web_run("", true);
+        let started = w.slot_of.len();
         assert!(started > 700, "{started} flows");
         // In id order, and holding every flow not yet sampled finished.
         assert!(w.sampled_flows.windows(2).all(|p| p[0] < p[1]));
-        let not_done: Vec<u32> = (0..started as u32).filter(|&i| !w.flows[i as usize].sampled_done).collect();
+        let not_done: Vec<u32> = (0..started as u32).filter(|&i| !w.sampled_done(i)).collect();
         assert!(not_done.iter().all(|i| w.sampled_flows.binary_search(i).is_ok()));
         // The long-lived flow stays, with the web flows alive at the last
         // sample (71 of 838 when written: those behind the bulk flow's
@@ -196,12 +209,12 @@ mod tests {
     }
 
     /// A finished sender gives back its segment ring (a workload's flows
-    /// keep their records to the end of the run): none of the web flows
-    /// finished keeps one, while the long-lived flow does.
+    /// that cannot retire keep their records to the end of the run): none
+    /// of the web flows finished keeps one, while the long-lived flow does.
     #[test]
     fn a_finished_sender_keeps_no_segment_buffer() {
         use crate::transport::tcp_sender::SenderState;
-        let w = web_run("");
+        let w = web_run("", false);
         let senders = w.flows.iter().filter_map(|f| match &f.source {
             crate::world::Source::Tcp(s) => Some(s),
             _ => None,
@@ -222,15 +235,19 @@ mod tests {
     fn a_sample_settles_the_access_queues_of_unfinished_flows_only() {
         use crate::net::route::Stage;
         use crate::transport::tcp_sender::SenderState;
-        let w = web_run(r#", "access_rate": "1Gbps""#);
-        let started = w.flows.len();
+        let w = web_run(r#", "access_rate": "1Gbps""#, true);
+        let started = w.slot_of.len();
         assert!(started > 700, "{started} flows");
         // In link order; the bottleneck first, owned by no flow.
         assert!(w.sampled_queues.windows(2).all(|p| p[0].0 < p[1].0));
         assert_eq!(w.sampled_queues[0], (0, super::NO_OWNER));
         // Every flow not finished has its access queue (the first stage of
         // its route) still settled, with itself as owner.
-        for (f, flow) in w.flows.iter().enumerate() {
+        for (slot, flow) in w.flows.iter().enumerate() {
+            let f = flow.id as usize;
+            if w.slot_of[f] as usize != slot {
+                continue; // a retired flow's place: it finished
+            }
             let Some(Stage::Queue(link)) = w.routes.stages_of(flow.fwd_route).next() else {
                 panic!("flow {f} starts without an access queue");
             };

@@ -1,0 +1,341 @@
+//! A workload's finished flows retire: their end-of-run record is written
+//! once nothing can change it, and their place in the flow table goes to a
+//! later flow.
+//!
+//! A workload starts flows for as long as the run lasts; kept to the end,
+//! each held its 960-byte record and what it points to, about 1.6 kB a flow
+//! started (2 000 web flows a second: 446 MB at 128 s; docs/performance.md,
+//! "Workload flows over long runs"). A flow is found by its id through
+//! `World::slot_of`; the flow table holds the flows alive and the places of
+//! retired ones, which new flows take.
+//!
+//! A flow retires only once nothing can reach it again, so its record is
+//! final and retiring it changes no result:
+//! - its TCP sender has finished (it sends nothing again, not even for an
+//!   ACK of a spurious retransmission);
+//! - no packet of it is in the network: every packet its two ends sent
+//!   reached an end or was dropped, by the counts the ends keep of each
+//!   kind they send and receive and the flow's drops
+//!   (`tcp_packets_in_network`; no count on the per-packet path but those
+//!   the ends kept already). This holds only where every packet of a flow
+//!   is sent by its ends, so not where a discipline sends control packets
+//!   to sources (`retirement_allowed`);
+//! - neither end has a timer armed: the flow's timer events still in the
+//!   event list are superseded ones, which find nothing to do, before and
+//!   after it retires (`World::on_source_timer`);
+//! - the checkpoints that read it are done: warm-up has ended, the time
+//!   series has sampled its end (`Flow::sampled_done`) and a lagging
+//!   source owes no sample, and what its receiver processed ahead of real
+//!   time has arrived.
+//!
+//! A packet capture keeps every flow's facts to the end (its headers read
+//! them), so with one nothing retires.
+
+use super::*;
+use crate::metrics::records::FlowRecord;
+
+/// How many flows a new flow retires at most before it starts. The
+/// candidates are looked at oldest first; the first that cannot retire yet
+/// goes to the back of the list, so a long flow is not looked at again by
+/// the next flow, and ends the look: each new flow looks at one such flow
+/// at most. Our choice: more than one, so that the flows retired keep up
+/// with those started when several became retirable at once (an incast's,
+/// or those behind a long flow).
+pub(super) const RETIRE_LOOKS: usize = 8;
+
+/// `World::slot_of` of a retired flow.
+pub(super) const RETIRED: u32 = u32::MAX;
+
+impl World {
+    /// The place of live flow `id` in the flow table.
+    #[inline(always)]
+    pub(super) fn slot(&self, id: usize) -> usize {
+        self.slot_of[id] as usize
+    }
+
+    /// The place of flow `id` in the flow table, unless it has retired.
+    #[inline(always)]
+    pub(super) fn live_slot(&self, id: usize) -> Option<usize> {
+        match self.slot_of[id] {
+            RETIRED => None,
+            s => Some(s as usize),
+        }
+    }
+
+    /// Flow `id` has stopped being sampled (finished before the last
+    /// sample), or has retired, which it does only once sampled finished.
+    pub(super) fn sampled_done(&self, id: u32) -> bool {
+        match self.slot_of[id as usize] {
+            RETIRED => true,
+            s => self.flows[s as usize].sampled_done,
+        }
+    }
+
+    /// Put new flow `flow` (its id the next one) in a retired flow's place
+    /// if one is free, else at the end of the table.
+    pub(super) fn put_flow(&mut self, flow: Flow) {
+        debug_assert_eq!(flow.id as usize, self.slot_of.len(), "flows are added in id order");
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.flows[s as usize] = flow;
+                self.slot_of.push(s);
+            }
+            None => {
+                self.slot_of.push(self.flows.len() as u32);
+                self.flows.push(flow);
+            }
+        }
+    }
+
+    /// Whether this world's flows may retire: no packet capture, and no
+    /// discipline that sends packets to sources (their packets are not
+    /// counted as a flow's sent packets; see the module docs).
+    pub(super) fn retirement_allowed(&self) -> bool {
+        self.links.iter().filter_map(|l| l.queue.as_ref()).all(|q| q.capture.is_none() && !q.qdisc.notifies_sources())
+    }
+
+    /// Retire the candidates at the front of the list that can retire, up
+    /// to `retire_looks`; the first that cannot goes to the back of the
+    /// list, and ends the look. Before a new flow starts, so that it can
+    /// take a place just left.
+    pub(super) fn retire_finished_flows(&mut self) {
+        if self.now_ns <= self.warmup_ns {
+            return; // warm-up's checkpoint still reads every flow
+        }
+        for _ in 0..self.retire_looks {
+            let Some(id) = self.retire_candidates.pop_front() else { break };
+            if !self.can_retire(id) {
+                self.retire_candidates.push_back(id);
+                break;
+            }
+            self.retire(id);
+        }
+    }
+
+    /// Nothing can reach flow `id` again (see the module docs).
+    fn can_retire(&mut self, id: u32) -> bool {
+        let now = self.now_ns;
+        let drops = self.flow_counters[id as usize].drops;
+        let s = self.slot(id as usize);
+        let f = &mut self.flows[s];
+        if !matches!(&f.source, Source::Tcp(tx) if tx.state() == SenderState::Finished) {
+            return false;
+        }
+        if tcp_packets_in_network(f, drops) != Some(0) {
+            return false;
+        }
+        let armed = f.source_timer_at != NO_TIMER || f.sink_timer_at != NO_TIMER;
+        if armed || !f.pending_samples.is_empty() || (self.timeseries && !f.sampled_done) {
+            return false;
+        }
+        f.delivered_bytes_at(now); // drops the entries that have arrived
+        f.early.is_empty() && check_flow(f).is_ok()
+    }
+
+    /// Write flow `id`'s end-of-run record now, and free its place.
+    fn retire(&mut self, id: u32) {
+        let s = self.slot(id as usize);
+        let f = &mut self.flows[s];
+        // What the end of the run would read: everything it processed has
+        // arrived (`can_retire`).
+        f.delivered_at_end = f.processed_bytes();
+        let record = super::records::flow_record(f, &self.flow_counters[id as usize]);
+        self.retired.push((id, record));
+        self.slot_of[id as usize] = RETIRED;
+        self.free_slots.push(s as u32);
+    }
+
+    /// The end-of-run records of every flow, in id order: the flows still
+    /// in the table and those retired.
+    pub(super) fn take_flow_records(&mut self) -> Vec<FlowRecord> {
+        let mut by_id: Vec<Option<FlowRecord>> = std::iter::repeat_with(|| None).take(self.slot_of.len()).collect();
+        for (id, record) in self.retired.drain(..) {
+            by_id[id as usize] = Some(record);
+        }
+        for (id, &s) in self.slot_of.iter().enumerate() {
+            if s != RETIRED {
+                by_id[id] = Some(super::records::flow_record(&self.flows[s as usize], &self.flow_counters[id]));
+            }
+        }
+        by_id.into_iter().map(|r| r.expect("every flow is in the table or retired")).collect()
+    }
+}
+
+/// Packets of TCP flow `f` still in the network, `drops` of them dropped
+/// on the way: what its two ends sent less what reached them and what was
+/// dropped (None for a flow of another kind, or counts that do not add up).
+pub(super) fn tcp_packets_in_network(f: &Flow, drops: u64) -> Option<u64> {
+    let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) else { return None };
+    // The receiver answers each SYN that reaches it with one SYN-ACK: the
+    // two cancel, and neither is counted.
+    let sent = s.stats.segs_sent + u64::from(s.stats.syns_sent) + r.acks_sent;
+    let arrived = s.stats.acks_received + u64::from(s.stats.syn_acks_received) + r.segs_received;
+    sent.checked_sub(arrived + drops)
+}
+
+/// A TCP flow's end-to-end invariants (checked at the end of the run, or
+/// when the flow retires).
+pub(super) fn check_flow(f: &Flow) -> Result<(), String> {
+    let i = f.id;
+    if let (Source::Tcp(s), Sink::Tcp(r)) = (&f.source, &f.sink) {
+        if r.delivered_bytes() > s.stats.bytes_sent {
+            return Err(format!("flow {i}: receiver has {} bytes but the sender sent only {}", r.delivered_bytes(), s.stats.bytes_sent));
+        }
+        if r.rcv_nxt() < s.snd_una() {
+            return Err(format!("flow {i}: sender saw ACK {} beyond receiver's {}", s.snd_una(), r.rcv_nxt()));
+        }
+        s.check_invariants().map_err(|e| format!("flow {i}: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tcp_packets_in_network;
+    use crate::world::{Source, World};
+    use serde_json::{json, Value};
+
+    /// `s` run to its end with finished flows retiring or (`looks` 0) kept;
+    /// the world's flow count, and how many flows retired.
+    fn run(s: &Value, looks: usize) -> (crate::Results, usize, usize) {
+        let mut w = World::new(&crate::scenario::parse(&s.to_string()).unwrap()).unwrap();
+        if w.retire_looks > 0 {
+            w.retire_looks = looks;
+        }
+        w.run(|_| true).unwrap();
+        let (started, retired) = (w.slot_of.len(), w.retired.len());
+        (w.into_results(), started, retired)
+    }
+
+    /// Every table, the summary, and the counts of events, bottleneck
+    /// packets and packet-hops of `s` are the same whether finished flows
+    /// retire or not; and at least `min_retired` of its flows retire.
+    fn retiring_changes_nothing(name: &str, s: &Value, min_retired: f64) {
+        let ((retiring, started, retired), (kept, _, none)) = (run(s, super::RETIRE_LOOKS), run(s, 0));
+        assert_eq!(none, 0, "{name}: none retires with no looks");
+        assert!(retired as f64 >= min_retired * started as f64, "{name}: {retired} of {started} flows retired");
+        crate::world::assert_same_results(name, &retiring, &kept);
+    }
+
+    fn web(rtt: &str, rate: &str, max: &str) -> Value {
+        json!({"kind": "web", "rate": rate, "cc": "cubic", "rtt": rtt,
+               "size": {"dist": "pareto", "min": "2KB", "max": max, "shape": 1.2}})
+    }
+
+    /// Web flows over a congested dumbbell, where packets are dropped on
+    /// the way out and back (a small PIE buffer, a slow reverse queue, a
+    /// lossy link), so that spurious retransmissions and late duplicate
+    /// ACKs reach finished flows; with and without departure lookahead (a
+    /// receiver ahead of real time, lagging sources), with an access queue
+    /// per flow and without, time series on and off, after a warm-up.
+    #[test]
+    fn retiring_finished_flows_changes_no_result_on_a_dumbbell() {
+        for (lookahead, access, timeseries) in [(true, false, true), (false, false, true), (true, true, true), (true, false, false)] {
+            let mut bottleneck = json!({"rate": "50Mbps", "buffer": "8ms", "aqm": "pie", "loss": 0.002,
+                                        "reverse": {"rate": "2Mbps", "buffer": "10pkt"}});
+            if access {
+                bottleneck["access_rate"] = json!("1Gbps");
+            }
+            let s = json!({
+                "duration": "3s", "warmup": "200ms", "seed": 5,
+                "bottleneck": bottleneck,
+                "flows": [{"cc": "cubic", "rtt": "20ms"}],
+                "workloads": [web("20ms", "150/s", "300KB"), web("80ms", "60/s", "1MB")],
+                "engine": {"lookahead": lookahead},
+                "metrics": {"interval": "50ms", "timeseries": timeseries, "sojourn_samples_every": 7}
+            });
+            let name = format!("lookahead {lookahead}, access {access}, time series {timeseries}");
+            retiring_changes_nothing(&name, &s, 0.5);
+        }
+    }
+
+    /// Incasts of DCTCP flows on a k = 4 fat tree (16 hosts, its queues
+    /// handing packets on early), with a FQ-CoDel or a step-marking switch.
+    /// A flow retires at an incast after its last timer has run: its
+    /// receiver's delayed-ACK timer (40 ms) outlives it, so flows of the
+    /// incasts before about 150 ms retire, three in four of the workload's.
+    #[test]
+    fn retiring_finished_flows_changes_no_result_on_a_fat_tree() {
+        for aqm in ["step", "fq_codel"] {
+            let s = json!({
+                "duration": "200ms", "seed": 2,
+                "topology": {"fat_tree": {"k": 4, "rate": "1Gbps", "delay": "2us", "buffer": "30pkt", "aqm": aqm}},
+                "flows": [{"cc": "dctcp", "pattern": "permutation"}],
+                "workloads": [{"kind": "incast", "cc": "dctcp", "every": "5ms", "start": "2ms", "senders": 8,
+                               "size": {"dist": "fixed", "mean": "32KB"}}],
+                "tcp": {"rto_initial": "10ms", "rto_min": "5ms"},
+                "metrics": {"interval": "1ms"}
+            });
+            retiring_changes_nothing(&format!("fat tree, {aqm}"), &s, 0.4);
+        }
+    }
+
+    /// What the ends' counts and the drops say is what happened: in runs
+    /// whose traffic stops well before they end, so that nothing is left in
+    /// the network (checked: every queue and line empty), every TCP flow's
+    /// packets sent are exactly those that reached an end or were dropped. Over a lossy link, a full reverse queue (ACKs
+    /// dropped), receivers written into their lines or not (departure
+    /// lookahead), access queues, and a fat tree's early hand-off with
+    /// FQ-CoDel; beside a rate-based flow.
+    #[test]
+    fn every_packet_sent_arrives_or_is_dropped() {
+        let dumbbell = |lookahead: bool, access: bool| {
+            let mut bottleneck = json!({"rate": "20Mbps", "buffer": "8ms", "aqm": "pie", "loss": 0.003,
+                                        "reverse": {"rate": "1Mbps", "buffer": "10pkt"}});
+            if access {
+                bottleneck["access_rate"] = json!("1Gbps");
+            }
+            json!({
+                "duration": "8s", "seed": 7,
+                "bottleneck": bottleneck,
+                "flows": [{"cc": "udp", "rate": "2Mbps", "rtt": "30ms", "stop": "1s"}],
+                "workloads": [{"kind": "web", "rate": "100/s", "cc": "cubic", "rtt": "20ms", "stop": "1s",
+                               "size": {"dist": "pareto", "min": "2KB", "max": "300KB", "shape": 1.2}}],
+                "engine": {"lookahead": lookahead}
+            })
+        };
+        let fat_tree = json!({
+            "duration": "3s", "seed": 2,
+            "topology": {"fat_tree": {"k": 4, "rate": "1Gbps", "delay": "2us", "buffer": "20pkt", "aqm": "fq_codel"}},
+            "workloads": [{"kind": "incast", "cc": "dctcp", "every": "5ms", "start": "1ms", "stop": "50ms", "senders": 10,
+                           "size": {"dist": "fixed", "mean": "64KB"}}]
+        });
+        let cases = [("lookahead", dumbbell(true, false)), ("no lookahead", dumbbell(false, false)), ("access queues", dumbbell(true, true)), ("fat tree", fat_tree)];
+        for (name, s) in cases {
+            let mut w = World::new(&crate::scenario::parse(&s.to_string()).unwrap()).unwrap();
+            w.retire_looks = 0;
+            w.run(|_| true).unwrap();
+            for l in &w.links {
+                if let Some(q) = &l.queue {
+                    assert!(q.backlog_pkts() == 0 && !q.is_sending(), "{name}: {} still holds packets", l.name);
+                }
+            }
+            assert!(w.lines.iter().all(|d| d.is_empty()), "{name}: a line still holds packets");
+            let (mut tcp, mut dropped) = (0, 0);
+            for f in &w.flows {
+                let drops = w.flow_counters[f.id as usize].drops;
+                if matches!(f.source, Source::Tcp(_)) {
+                    assert_eq!(tcp_packets_in_network(f, drops), Some(0), "{name}: flow {} ({drops} dropped)", f.id);
+                    tcp += 1;
+                    dropped += drops;
+                }
+            }
+            assert!(tcp > 50 && dropped > 0, "{name}: {tcp} TCP flows, {dropped} packets dropped");
+        }
+    }
+
+    /// With a packet capture nothing retires (its headers read every flow's
+    /// facts at the end).
+    #[test]
+    fn nothing_retires_with_a_packet_capture() {
+        let s = json!({
+            "duration": "1s", "seed": 1,
+            "bottleneck": {"rate": "50Mbps", "buffer": "20ms"},
+            "workloads": [web("20ms", "100/s", "100KB")],
+            "metrics": {"pcap": {"queue": "bottleneck"}}
+        });
+        let (_, started, retired) = run(&s, super::RETIRE_LOOKS);
+        assert!(started > 50, "{started} flows");
+        assert_eq!(retired, 0);
+    }
+}
