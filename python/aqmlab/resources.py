@@ -28,7 +28,7 @@ FLOW_BYTES = 5_000
 #: counters and summary row; the flow retires from the engine's flow table,
 #: and its time-series rows are counted apart): the peak-RSS slope of
 #: `aqmlab run` over 32 s and 128 s of 2 000 web flows per second (64 480
-#: and 256 337 flows): 0.92-0.95 kB per flow without huge pages, 0.66-0.89
+#: and 256 337 flows): 0.90-0.93 kB per flow without huge pages, 0.65-0.87
 #: kB with them (stop 65), less its 1.42 rows of ~300 B, rounded up.
 WORKLOAD_FLOW_BYTES = 600
 #: One flow's time-series rows per metrics interval, in the engine and as
