@@ -89,10 +89,14 @@ pub struct World {
     /// A workload's finite TCP flows, in the order they are next looked at
     /// for retirement (`World::retire_finished_flows`).
     retire_candidates: VecDeque<u32>,
-    /// How many of them a new flow looks at (`retire::RETIRE_LOOKS`; 0 when
-    /// nothing may retire, `retire::retirement_allowed`, or in tests that
-    /// check retiring changes nothing).
+    /// How many of them a new flow looks at (`retire::RETIRE_LOOKS`; 0
+    /// without workloads, when nothing may retire
+    /// (`retire::retirement_allowed`), or in tests that check retiring
+    /// changes nothing).
     retire_looks: usize,
+    /// No flow can retire (no workload, or `retire_looks` 0 when built):
+    /// every flow's place is its id (`World::slot`).
+    slots_are_ids: bool,
     /// The largest clock offset of any flow ever started (`catch_up_sources`).
     max_clock_offset_ns: u64,
     flow_counters: Vec<FlowQueueCounters>,

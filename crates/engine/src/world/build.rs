@@ -29,6 +29,7 @@ impl World {
             retired: vec![],
             retire_candidates: VecDeque::new(),
             retire_looks: 0,
+            slots_are_ids: true,
             max_clock_offset_ns: 0,
             flow_counters: vec![],
             sampled_flows: vec![],
@@ -104,8 +105,9 @@ impl World {
         w.flows.try_reserve_exact(long_lived).map_err(|_| too_many())?;
         w.flow_counters.try_reserve_exact(long_lived).map_err(|_| too_many())?;
         w.slot_of.try_reserve_exact(long_lived).map_err(|_| too_many())?;
-        if w.retirement_allowed() {
+        if w.retirement_allowed() && !s.workloads.is_empty() {
             w.retire_looks = super::retire::RETIRE_LOOKS;
+            w.slots_are_ids = false;
         }
         // Room for the flows workloads are expected to start, too: grown by
         // doubling, a table of 256 000 web flows (128 s at 2 000 per second)

@@ -47,15 +47,24 @@ pub(super) const RETIRE_LOOKS: usize = 8;
 pub(super) const RETIRED: u32 = u32::MAX;
 
 impl World {
-    /// The place of live flow `id` in the flow table.
+    /// The place of live flow `id` in the flow table. Its id, where no
+    /// flow can retire (`World::slots_are_ids`): a well-predicted test
+    /// instead of a load the flow's record would wait for on every
+    /// delivery (A-10-ack1, docs/performance.md).
     #[inline(always)]
     pub(super) fn slot(&self, id: usize) -> usize {
+        if self.slots_are_ids {
+            return id;
+        }
         self.slot_of[id] as usize
     }
 
     /// The place of flow `id` in the flow table, unless it has retired.
     #[inline(always)]
     pub(super) fn live_slot(&self, id: usize) -> Option<usize> {
+        if self.slots_are_ids {
+            return Some(id);
+        }
         match self.slot_of[id] {
             RETIRED => None,
             s => Some(s as usize),
