@@ -53,10 +53,8 @@ impl World {
     /// flow has finished and has no packet left anywhere (`world::retire`).
     fn access_queue_is_free(&self, link: u32, flow: u32) -> bool {
         let idle = || self.links[link as usize].queue.as_ref().is_some_and(|q| q.is_idle_at(self.now_ns));
-        if self.slot_of[flow as usize] == super::retire::RETIRED {
-            return idle();
-        }
-        let f = &self.flows[self.slot(flow as usize)];
+        let Some(s) = self.live_slot(flow as usize) else { return idle() };
+        let f = &self.flows[s];
         if !matches!(&f.source, Source::Tcp(s) if s.state() == SenderState::Finished) {
             return false;
         }

@@ -74,10 +74,7 @@ impl World {
     /// Flow `id` has stopped being sampled (finished before the last
     /// sample), or has retired, which it does only once sampled finished.
     pub(super) fn sampled_done(&self, id: u32) -> bool {
-        match self.slot_of[id as usize] {
-            RETIRED => true,
-            s => self.flows[s as usize].sampled_done,
-        }
+        self.live_slot(id as usize).is_none_or(|s| self.flows[s].sampled_done)
     }
 
     /// Put new flow `flow` (its id the next one) in a retired flow's place

@@ -23,13 +23,11 @@ impl World {
         let t = self.now_ns;
         self.start_due_sampled_transmissions();
         for k in 0..self.sampled_flows.len() {
-            let id = self.sampled_flows[k];
-            if self.sampled_done(id) {
-                continue; // since the last sample, by a lagging source's late one
-            }
-            let i = self.slot(id as usize);
+            // A flow retires only once sampled finished (here or, for a
+            // lagging source, by a late sample since the last one).
+            let Some(i) = self.live_slot(self.sampled_flows[k] as usize) else { continue };
             let f = &mut self.flows[i];
-            if t < f.info.start_ns {
+            if f.sampled_done || t < f.info.start_ns {
                 continue;
             }
             let delivered = f.delivered_bytes_at(t);
