@@ -84,8 +84,9 @@ pub struct World {
     slot_of: Vec<u32>,
     /// Places in `flows` that retired flows left, for new flows to take.
     free_slots: Vec<u32>,
-    /// Retired flows' end-of-run records, by id, in the order they retired.
-    retired: Vec<(u32, crate::metrics::records::FlowRecord)>,
+    /// The `flows` table's rows of the flows retired so far, in the order
+    /// they retired (their records are not kept: `world::retire`).
+    retired_rows: crate::metrics::flow_rows::FlowRows,
     /// A workload's finite TCP flows, in the order they are next looked at
     /// for retirement (`World::retire_finished_flows`).
     retire_candidates: VecDeque<u32>,
@@ -215,6 +216,15 @@ impl World {
 pub(crate) fn assert_same_results(what: &str, a: &Results, b: &Results) {
     for t in ["flows", "queues", "sojourn_hist", "sojourn_samples", "flow_ts", "queue_ts", "probes"] {
         assert_eq!(format!("{:?}", a.table(t)), format!("{:?}", b.table(t)), "{what}: table {t}");
+        // Their codes too: the front hands them over as they are.
+        let columns = |r: &Results| -> Vec<(Vec<u32>, Vec<String>)> {
+            r.table(t).columns.iter().filter_map(|(_, c)| match c {
+                crate::metrics::Column::Str(c) => Some((c.codes().to_vec(), c.values().to_vec())),
+                _ => None,
+            })
+            .collect()
+        };
+        assert!(columns(a) == columns(b), "{what}: table {t}'s text columns are coded differently");
     }
     let (mut a, mut b) = (a.summary(), b.summary());
     for k in ["events", "bottleneck_packets", "packet_hops", "events_by_kind"] {

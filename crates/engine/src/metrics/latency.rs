@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 /// (the request's), `rtt_ns`; ordered by time, then flow.
 pub fn probe_table(flows: &[FlowRecord]) -> Table {
     let mut rows: Vec<(u64, u64, u64, u64)> = vec![];
-    for (i, f) in flows.iter().enumerate() {
-        rows.extend(f.probe_rtt.iter().map(|&(t, seq, rtt)| (t, i as u64, seq, rtt)));
+    for f in flows {
+        rows.extend(f.probe_rtt.iter().map(|&(t, seq, rtt)| (t, u64::from(f.id), seq, rtt)));
     }
     rows.sort_unstable();
     Table::new("probe_rtt")
@@ -64,6 +64,7 @@ mod tests {
             from_workload: false,
         };
         let mut f = FlowRecord {
+            id: 0,
             info,
             delivered_at_warmup: 0,
             delivered_at_end: 0,

@@ -3,6 +3,7 @@
 //! Every table is a list of named, typed columns of equal length: what the
 //! Python layer turns into DataFrames without copying row by row.
 
+pub mod flow_rows;
 pub mod histogram;
 pub mod latency;
 pub mod pcap;

@@ -5,6 +5,7 @@
 //! that `metrics` reads data, never the World: it knows nothing of sources,
 //! sinks, links or the event loop.
 
+use super::flow_rows::FlowRows;
 use super::histogram::Histogram;
 use super::series::{FlowSeries, ProbeSeries, QueueSeries};
 use crate::aqm::SubqueueCounters;
@@ -17,8 +18,12 @@ pub struct RunRecords {
     pub end_ns: u64,
     pub seed: u64,
     pub perf: PerfRecord,
-    /// Every flow, in flow-id order.
+    /// Every flow that had not retired by the end of the run, in flow-id
+    /// order.
     pub flows: Vec<FlowRecord>,
+    /// The `flows` table's rows of the flows that retired during the run,
+    /// in the order they retired (`world::retire`).
+    pub retired_rows: FlowRows,
     /// Every reported queue (a link with a queue and `report`), in link order.
     pub queues: Vec<QueueRecord>,
     pub flow_series: FlowSeries,
@@ -63,6 +68,7 @@ pub struct FlowInfo {
 
 /// One flow: its static facts and its end-of-run counters.
 pub struct FlowRecord {
+    pub id: u32,
     pub info: FlowInfo,
     /// Receiver's delivered bytes when warm-up ended, and at the end.
     pub delivered_at_warmup: u64,

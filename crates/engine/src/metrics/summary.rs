@@ -5,7 +5,8 @@
 //! the normalised `scenario` and the wall time.
 
 use super::histogram::Histogram;
-use super::records::{FlowRecord, QueueRecord, RunRecords};
+use super::flow_rows::FlowFigures;
+use super::records::{QueueRecord, RunRecords};
 use super::series::FlowSeries;
 use super::{Column, Results, Table, TextColumn};
 use crate::aqm::{SubqueueCounters, DROP_REASONS, MARK_REASONS};
@@ -229,80 +230,56 @@ pub fn build(mut r: RunRecords) -> Results {
     let end = r.end_ns;
     let window = (end - warm).max(1);
 
-    // Flows. The table's columns are sized for every flow at once: grown
+    // Flows: the rows of those that retired during the run, then the
+    // others'. The table's columns are sized for every flow at once: grown
     // by doubling, 16 346 flows (8 s of the W benchmark) cost 2.7 M of the
     // summary's 21.3 M instructions in copies.
-    let mut t = FlowRows::with_capacity(r.flows.len());
+    let mut t = std::mem::take(&mut r.retired_rows);
+    t.reserve(r.flows.len());
     let mut flows_json = vec![];
     let mut long_goodputs = vec![];
     let (mut l4s, mut classic) = (vec![], vec![]);
-    for (i, f) in r.flows.iter().enumerate() {
+    for f in &r.flows {
         let info = &f.info;
-        let (from, to) = (info.start_ns.max(warm), info.stop_ns.unwrap_or(end).min(end));
-        let active = to.saturating_sub(from);
-        let measured = f.delivered_at_end - f.delivered_at_warmup;
-        let (mut retx, mut rtos, mut ecn_red, mut srtt, mut fct, mut negotiated) = (0, 0, 0, 0, None, "n/a");
-        let mut cc_state = None;
-        if let Some(tcp) = &f.tcp {
-            retx = tcp.retransmits;
-            rtos = tcp.rtos;
-            ecn_red = tcp.ecn_reductions;
-            srtt = tcp.srtt_ns;
-            // A receiver may run ahead of real time; a completion after the end did not happen.
-            fct = f.completed_ns.filter(|&c| c <= end).map(|c| c - info.start_ns);
-            negotiated = tcp.negotiated;
-            // Only the summary's flows report it (not a workload's).
-            if !tcp.cc_state.is_empty() && !info.from_workload {
-                cc_state = Some(tcp.cc_state.iter().copied().collect::<std::collections::BTreeMap<_, _>>());
-            }
-        }
-        let sent = f.sent;
-        let goodput = match (info.size_bytes, fct) {
-            (Some(size), Some(fct)) => size as f64 * 8.0 / ns_to_secs(fct.max(1)),
-            (Some(_), None) => f64::NAN,
-            (None, _) => {
-                if active == 0 {
-                    f64::NAN
-                } else {
-                    measured as f64 * 8.0 / ns_to_secs(active)
-                }
-            }
-        };
-        if info.size_bytes.is_none() && f.tcp_source && active > 0 {
-            long_goodputs.push(goodput);
+        let x = FlowFigures::of(f, warm, end);
+        // A long flow's goodput is NaN exactly when it was not active in the window.
+        if info.size_bytes.is_none() && f.tcp_source && !x.goodput_bps.is_nan() {
+            long_goodputs.push(x.goodput_bps);
             if info.ecn == EcnSetting::L4s {
-                l4s.push(goodput);
+                l4s.push(x.goodput_bps);
             } else {
-                classic.push(goodput);
+                classic.push(x.goodput_bps);
             }
         }
-        let ecn_name = info.ecn.name();
         if !info.from_workload {
+            // Only the summary's flows report it (not a workload's).
+            let cc_state = f.tcp.as_ref().filter(|t| !t.cc_state.is_empty()).map(|t| t.cc_state.iter().copied().collect());
             flows_json.push(FlowSummary {
-                id: i,
+                id: f.id as usize,
                 group: info.group,
                 label: info.label.clone(),
                 cc: info.cc.clone(),
-                ecn: ecn_name,
-                ecn_negotiated: negotiated,
+                ecn: info.ecn.name(),
+                ecn_negotiated: x.negotiated,
                 rtt_ms: info.base_rtt_ns as f64 / 1e6,
-                goodput_bps: (!goodput.is_nan()).then_some(goodput),
+                goodput_bps: (!x.goodput_bps.is_nan()).then_some(x.goodput_bps),
                 bytes: f.delivered_at_end,
-                retransmits: retx,
-                rtos,
-                ecn_reductions: ecn_red,
+                retransmits: x.retransmits,
+                rtos: x.rtos,
+                ecn_reductions: x.ecn_reductions,
                 drops: f.drops,
                 marks: f.marks,
                 ack_drops: f.ack_drops,
                 acks_received: f.acks_received,
-                srtt_ms: srtt as f64 / 1e6,
-                fct_s: fct.map(ns_to_secs),
+                srtt_ms: x.srtt_ns as f64 / 1e6,
+                fct_s: x.fct_ns.map(ns_to_secs),
                 cc_state,
                 probe_rtt_ms: super::latency::probe_stats(f, warm),
             });
         }
-        t.push(i, f, ecn_name, negotiated, measured, goodput, retx, rtos, ecn_red, sent, srtt, fct);
+        t.push(f, &x);
     }
+    let t = t.into_id_order();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let mut fairness = json!({ "jain": jain(&long_goodputs) });
     if !l4s.is_empty() && !classic.is_empty() && mean(&classic) > 0.0 {
@@ -350,7 +327,7 @@ pub fn build(mut r: RunRecords) -> Results {
             "wall_s": r.perf.wall_s,
         }),
         flows: flows_json,
-        workload_flows: super::workload::summarize(&r.flows, end),
+        workload_flows: super::workload::summarize(&t),
         queues: queues_json,
         fairness,
         goodput_intervals: (r.goodput_interval_ns > 0).then(|| {
@@ -454,127 +431,6 @@ struct SummaryDoc {
     goodput_intervals: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rtt_ms: Option<Value>,
-}
-
-struct FlowRows {
-    id: Vec<u64>,
-    group: Vec<u64>,
-    label: TextColumn,
-    cc: TextColumn,
-    ecn: TextColumn,
-    ecn_negotiated: TextColumn,
-    base_rtt_ns: Vec<u64>,
-    start_ns: Vec<u64>,
-    size_bytes: Vec<i64>,
-    bytes: Vec<u64>,
-    bytes_measured: Vec<u64>,
-    goodput_bps: Vec<f64>,
-    retransmits: Vec<u64>,
-    rtos: Vec<u64>,
-    syn_retries: Vec<u64>,
-    ecn_reductions: Vec<u64>,
-    segs_sent: Vec<u64>,
-    drops: Vec<u64>,
-    marks: Vec<u64>,
-    srtt_ns: Vec<u64>,
-    fct_ns: Vec<i64>,
-    workload: Vec<u64>,
-}
-
-impl FlowRows {
-    fn with_capacity(n: usize) -> Self {
-        let (u64s, i64s, text) = (|| Vec::with_capacity(n), || Vec::with_capacity(n), || TextColumn::with_capacity(n));
-        FlowRows {
-            id: u64s(),
-            group: u64s(),
-            label: text(),
-            cc: text(),
-            ecn: text(),
-            ecn_negotiated: text(),
-            base_rtt_ns: u64s(),
-            start_ns: u64s(),
-            size_bytes: i64s(),
-            bytes: u64s(),
-            bytes_measured: u64s(),
-            goodput_bps: Vec::with_capacity(n),
-            retransmits: u64s(),
-            rtos: u64s(),
-            syn_retries: u64s(),
-            ecn_reductions: u64s(),
-            segs_sent: u64s(),
-            drops: u64s(),
-            marks: u64s(),
-            srtt_ns: u64s(),
-            fct_ns: i64s(),
-            workload: u64s(),
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn push(
-        &mut self,
-        i: usize,
-        f: &FlowRecord,
-        ecn: &str,
-        negotiated: &str,
-        measured: u64,
-        goodput: f64,
-        retx: u64,
-        rtos: u64,
-        ecn_red: u64,
-        sent: u64,
-        srtt: u64,
-        fct: Option<u64>,
-    ) {
-        let info = &f.info;
-        self.id.push(i as u64);
-        self.group.push(info.group as u64);
-        self.label.push(&info.label);
-        self.cc.push(&info.cc);
-        self.ecn.push(ecn);
-        self.ecn_negotiated.push(negotiated);
-        self.base_rtt_ns.push(info.base_rtt_ns);
-        self.start_ns.push(info.start_ns);
-        self.size_bytes.push(info.size_bytes.map_or(-1, |s| s as i64));
-        self.bytes.push(f.delivered_at_end);
-        self.bytes_measured.push(measured);
-        self.goodput_bps.push(goodput);
-        self.retransmits.push(retx);
-        self.rtos.push(rtos);
-        self.syn_retries.push(f.tcp.as_ref().map_or(0, |t| t.syn_retries));
-        self.ecn_reductions.push(ecn_red);
-        self.segs_sent.push(sent);
-        self.drops.push(f.drops);
-        self.marks.push(f.marks);
-        self.srtt_ns.push(srtt);
-        self.fct_ns.push(fct.map_or(-1, |f| f as i64));
-        self.workload.push(info.from_workload as u64);
-    }
-    fn into_table(self) -> Table {
-        Table::new("flows")
-            .col("id", Column::U64(self.id))
-            .col("group", Column::U64(self.group))
-            .col("label", Column::Str(self.label))
-            .col("cc", Column::Str(self.cc))
-            .col("ecn", Column::Str(self.ecn))
-            .col("ecn_negotiated", Column::Str(self.ecn_negotiated))
-            .col("base_rtt_ns", Column::U64(self.base_rtt_ns))
-            .col("start_ns", Column::U64(self.start_ns))
-            .col("size_bytes", Column::I64(self.size_bytes))
-            .col("bytes", Column::U64(self.bytes))
-            .col("bytes_measured", Column::U64(self.bytes_measured))
-            .col("goodput_bps", Column::F64(self.goodput_bps))
-            .col("retransmits", Column::U64(self.retransmits))
-            .col("rtos", Column::U64(self.rtos))
-            .col("syn_retries", Column::U64(self.syn_retries))
-            .col("ecn_reductions", Column::U64(self.ecn_reductions))
-            .col("segs_sent", Column::U64(self.segs_sent))
-            .col("drops", Column::U64(self.drops))
-            .col("marks", Column::U64(self.marks))
-            .col("srtt_ns", Column::U64(self.srtt_ns))
-            .col("fct_ns", Column::I64(self.fct_ns))
-            .col("from_workload", Column::U64(self.workload))
-    }
 }
 
 #[cfg(test)]

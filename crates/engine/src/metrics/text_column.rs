@@ -29,6 +29,11 @@ impl TextColumn {
         TextColumn { codes: Vec::with_capacity(rows), ..Self::default() }
     }
 
+    /// Room for `more` rows beyond those held.
+    pub fn reserve(&mut self, more: usize) {
+        self.codes.reserve_exact(more);
+    }
+
     /// Append a row holding `s`.
     pub fn push(&mut self, s: &str) {
         // Rows come in runs of one name (a queue's histogram buckets): the
@@ -79,6 +84,25 @@ impl TextColumn {
     /// The rows in the order `order` gives (indices into this column).
     pub fn reordered(&self, order: &[usize]) -> TextColumn {
         TextColumn { codes: order.iter().map(|&i| self.codes[i]).collect(), values: self.values.clone(), index: self.index.clone() }
+    }
+
+    /// The rows in the order `order` gives, coded as if pushed in that
+    /// order: the values in their order of first appearance there (which
+    /// [`Self::reordered`] keeps as they were). Codes are mapped, not
+    /// strings compared.
+    pub fn recoded_in_order(&self, order: &[usize]) -> TextColumn {
+        let mut new_code = vec![u32::MAX; self.values.len()];
+        let mut out = TextColumn::with_capacity(order.len());
+        for &i in order {
+            let c = self.codes[i] as usize;
+            if new_code[c] == u32::MAX {
+                new_code[c] = out.values.len() as u32;
+                out.values.push(self.values[c].clone());
+                out.index.insert(self.values[c].clone(), new_code[c]);
+            }
+            out.codes.push(new_code[c]);
+        }
+        out
     }
 }
 
@@ -132,5 +156,11 @@ mod tests {
         ba = ba.reordered(&[1, 0, 1]);
         assert_eq!(ba.values(), ["a", "b"]);
         assert_eq!(ab, ba);
+        // Coded again: as if pushed in the new order.
+        let again = ba.recoded_in_order(&[0, 1, 2]);
+        assert_eq!((again.codes(), again.values()), (ab.codes(), ab.values()));
+        let mut pushed = again.clone();
+        pushed.push("a");
+        assert_eq!(pushed.codes(), [0, 1, 0, 1], "its index knows the values");
     }
 }

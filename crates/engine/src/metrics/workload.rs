@@ -6,7 +6,7 @@
 //! seeds' "1KB to 1MB") are where flow-completion-time plots on a log size
 //! axis are read; quantiles are nearest-rank on the completed flows.
 
-use super::records::FlowRecord;
+use super::flow_rows::FlowRows;
 use crate::sim::ns_to_secs;
 use serde_json::{json, Map, Value};
 
@@ -41,16 +41,17 @@ struct Group {
 }
 
 impl Group {
-    fn add(&mut self, f: &FlowRecord, end_ns: u64) {
+    /// Row `i` of the flows table (0 RTOs and SYN retries for a flow that is
+    /// not TCP; a completion time only for a finite flow that completed by
+    /// the end of the run: `FlowFigures`).
+    fn add(&mut self, t: &FlowRows, i: usize) {
         self.started += 1;
-        if let Some(tcp) = &f.tcp {
-            self.rtos += tcp.rtos;
-            self.syn_timeouts += (tcp.syn_retries > 0) as u64;
-            self.timeout_flows += (tcp.syn_retries > 0 || tcp.rtos > 0) as u64;
-        }
-        // A receiver may run ahead of real time; a completion after the end did not happen.
-        if let (Some(c), Some(size)) = (f.completed_ns.filter(|&c| c <= end_ns), f.info.size_bytes) {
-            self.completed.push((size, ns_to_secs(c - f.info.start_ns)));
+        let (rtos, syn_retries) = (t.rtos[i], t.syn_retries[i]);
+        self.rtos += rtos;
+        self.syn_timeouts += (syn_retries > 0) as u64;
+        self.timeout_flows += (syn_retries > 0 || rtos > 0) as u64;
+        if let (Ok(fct_ns), Ok(size)) = (u64::try_from(t.fct_ns[i]), u64::try_from(t.size_bytes[i])) {
+            self.completed.push((size, ns_to_secs(fct_ns)));
         }
     }
 
@@ -87,20 +88,22 @@ impl Group {
 }
 
 /// `workload_flows`: totals (`started`, `completed`, `mean_fct_s`) and `by_label`.
-pub fn summarize(flows: &[FlowRecord], end_ns: u64) -> Value {
+/// From the flows table, in flow-id order: a label's flows in the order they
+/// started.
+pub fn summarize(t: &FlowRows) -> Value {
     let mut all = Group::default();
     let mut by_label: Vec<(String, Group)> = vec![];
-    for f in flows.iter().filter(|f| f.info.from_workload) {
-        all.add(f, end_ns);
-        let label = &*f.info.label;
-        let i = match by_label.iter().position(|(l, _)| l == label) {
-            Some(i) => i,
+    for i in (0..t.len()).filter(|&i| t.workload[i] == 1) {
+        all.add(t, i);
+        let label = t.label.get(i).expect("a row of the table");
+        let j = match by_label.iter().position(|(l, _)| l == label) {
+            Some(j) => j,
             None => {
                 by_label.push((label.to_string(), Group::default()));
                 by_label.len() - 1
             }
         };
-        by_label[i].1.add(f, end_ns);
+        by_label[j].1.add(t, i);
     }
     let mean_fct = (!all.completed.is_empty()).then(|| all.completed.iter().map(|c| c.1).sum::<f64>() / all.completed.len() as f64);
     json!({

@@ -26,7 +26,7 @@ impl World {
             flows: vec![],
             slot_of: vec![],
             free_slots: vec![],
-            retired: vec![],
+            retired_rows: Default::default(),
             retire_candidates: VecDeque::new(),
             retire_looks: 0,
             slots_are_ids: true,
@@ -128,6 +128,10 @@ impl World {
             }
             let _ = w.flow_counters.try_reserve_exact(workload_flows);
             let _ = w.slot_of.try_reserve_exact(workload_flows);
+            // And the rows of those that retire (`world::retire`).
+            if w.retire_looks > 0 {
+                w.retired_rows.reserve(workload_flows);
+            }
         }
         for (gi, g) in s.flows.iter().enumerate() {
             let ecn = resolve_ecn(&format!("flows[{gi}]"), &g.cc, g.ecn.as_deref())?;

@@ -19,7 +19,7 @@ impl World {
             packet_hops: self.packet_hops(),
             wall_s: self.wall_s,
         };
-        let flows = self.take_flow_records();
+        let flows = self.live_flow_records();
         let pcap = self.take_capture();
         // The run ends by applying it (`start_due_transmissions`).
         debug_assert!(self.sojourn_log.is_empty(), "sojourn buckets not yet counted");
@@ -50,6 +50,7 @@ impl World {
             seed: self.seed,
             perf,
             flows,
+            retired_rows: std::mem::take(&mut self.retired_rows),
             queues,
             flow_series: std::mem::take(&mut self.flow_ts),
             queue_series: std::mem::take(&mut self.queue_ts),
@@ -112,6 +113,7 @@ pub(super) fn flow_record(f: &Flow, fc: &FlowQueueCounters) -> FlowRecord {
         (Source::Probe(p), _) => p.pkts_sent(),
     };
     FlowRecord {
+        id: f.id,
         info: (**info).clone(),
         delivered_at_warmup: f.delivered_at_warmup,
         delivered_at_end: f.delivered_at_end,
