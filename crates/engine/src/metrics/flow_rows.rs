@@ -61,14 +61,14 @@ impl FlowFigures {
 /// The `flows` table's columns.
 #[derive(Default)]
 pub struct FlowRows {
-    pub(super) id: Vec<u64>,
+    id: Vec<u64>,
     group: Vec<u64>,
     pub(super) label: TextColumn,
     cc: TextColumn,
     ecn: TextColumn,
     ecn_negotiated: TextColumn,
     base_rtt_ns: Vec<u64>,
-    pub(super) start_ns: Vec<u64>,
+    start_ns: Vec<u64>,
     pub(super) size_bytes: Vec<i64>,
     bytes: Vec<u64>,
     bytes_measured: Vec<u64>,
@@ -86,13 +86,6 @@ pub struct FlowRows {
 }
 
 impl FlowRows {
-    /// Room for `rows` rows.
-    pub fn with_capacity(rows: usize) -> Self {
-        let mut t = FlowRows::default();
-        t.reserve(rows);
-        t
-    }
-
     /// Room for `more` rows beyond those held; a hint only (address space
     /// is backed as the rows fill it).
     pub fn reserve(&mut self, more: usize) {
@@ -148,7 +141,7 @@ impl FlowRows {
         self.drops.push(f.drops);
         self.marks.push(f.marks);
         self.srtt_ns.push(x.srtt_ns);
-        self.fct_ns.push(x.fct_ns.map_or(-1, |f| f as i64));
+        self.fct_ns.push(x.fct_ns.map_or(-1, |ns| ns as i64));
         self.workload.push(info.from_workload as u64);
     }
 
@@ -199,9 +192,9 @@ impl FlowRows {
             match order.get_mut(id as usize) {
                 Some(place) if *place == usize::MAX => *place = i,
                 _ => {
-                    let mut order: Vec<usize> = (0..n).collect();
-                    order.sort_unstable_by_key(|&i| self.id[i]);
-                    return order;
+                    let mut sorted: Vec<usize> = (0..n).collect();
+                    sorted.sort_unstable_by_key(|&i| self.id[i]);
+                    return sorted;
                 }
             }
         }

@@ -230,10 +230,11 @@ pub fn build(mut r: RunRecords) -> Results {
     let end = r.end_ns;
     let window = (end - warm).max(1);
 
-    // Flows: the rows of those that retired during the run, then the
-    // others'. The table's columns are sized for every flow at once: grown
-    // by doubling, 16 346 flows (8 s of the W benchmark) cost 2.7 M of the
-    // summary's 21.3 M instructions in copies.
+    // Flows: the rows of those that retired during the run (room for them
+    // reserved when the world was built, from the workloads' expected
+    // flows), then the others'. Room for these at once: grown by doubling,
+    // 16 346 flows (8 s of the W benchmark) cost 2.7 M of the summary's
+    // 21.3 M instructions in copies.
     let mut t = std::mem::take(&mut r.retired_rows);
     t.reserve(r.flows.len());
     let mut flows_json = vec![];
