@@ -89,13 +89,9 @@ impl FlowRows {
     /// Room for `more` rows beyond those held; a hint only (address space
     /// is backed as the rows fill it).
     pub fn reserve(&mut self, more: usize) {
-        for v in [&mut self.id, &mut self.group, &mut self.base_rtt_ns, &mut self.start_ns, &mut self.bytes, &mut self.bytes_measured] {
-            v.reserve_exact(more);
-        }
-        for v in [&mut self.retransmits, &mut self.rtos, &mut self.syn_retries, &mut self.ecn_reductions, &mut self.segs_sent] {
-            v.reserve_exact(more);
-        }
-        for v in [&mut self.drops, &mut self.marks, &mut self.srtt_ns, &mut self.workload] {
+        let u64s = [&mut self.id, &mut self.group, &mut self.base_rtt_ns, &mut self.start_ns, &mut self.bytes, &mut self.bytes_measured];
+        let more_u64s = [&mut self.retransmits, &mut self.rtos, &mut self.syn_retries, &mut self.ecn_reductions, &mut self.segs_sent];
+        for v in u64s.into_iter().chain(more_u64s).chain([&mut self.drops, &mut self.marks, &mut self.srtt_ns, &mut self.workload]) {
             v.reserve_exact(more);
         }
         self.size_bytes.reserve_exact(more);
@@ -153,8 +149,10 @@ impl FlowRows {
             return self;
         }
         let order = self.id_order();
-        let take = |v: Vec<u64>| order.iter().map(|&i| v[i]).collect::<Vec<u64>>();
-        let take_i = |v: Vec<i64>| order.iter().map(|&i| v[i]).collect::<Vec<i64>>();
+        fn gather<T: Copy>(v: Vec<T>, order: &[usize]) -> Vec<T> {
+            order.iter().map(|&i| v[i]).collect()
+        }
+        let take = |v| gather(v, &order);
         let text = |c: TextColumn| c.recoded_in_order(&order);
         FlowRows {
             id: take(self.id),
@@ -165,10 +163,10 @@ impl FlowRows {
             ecn_negotiated: text(self.ecn_negotiated),
             base_rtt_ns: take(self.base_rtt_ns),
             start_ns: take(self.start_ns),
-            size_bytes: take_i(self.size_bytes),
+            size_bytes: gather(self.size_bytes, &order),
             bytes: take(self.bytes),
             bytes_measured: take(self.bytes_measured),
-            goodput_bps: order.iter().map(|&i| self.goodput_bps[i]).collect(),
+            goodput_bps: gather(self.goodput_bps, &order),
             retransmits: take(self.retransmits),
             rtos: take(self.rtos),
             syn_retries: take(self.syn_retries),
@@ -177,7 +175,7 @@ impl FlowRows {
             drops: take(self.drops),
             marks: take(self.marks),
             srtt_ns: take(self.srtt_ns),
-            fct_ns: take_i(self.fct_ns),
+            fct_ns: gather(self.fct_ns, &order),
             workload: take(self.workload),
         }
     }
