@@ -95,6 +95,11 @@ pub struct World {
     /// (`retire::retirement_allowed`), or in tests that check retiring
     /// changes nothing).
     retire_looks: usize,
+    /// Tests only: every candidate that can retire does, after every event
+    /// (`World::retire_every_finished_flow`), so that a condition of
+    /// `can_retire` is put to the test at the earliest moment it matters.
+    #[cfg(test)]
+    retire_eagerly: bool,
     /// No flow can retire (no workload, or `retire_looks` 0 when built):
     /// every flow's place is its id (`World::slot`).
     slots_are_ids: bool,

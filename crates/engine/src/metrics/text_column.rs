@@ -13,7 +13,8 @@ use rustc_hash::FxHashMap;
 pub struct TextColumn {
     /// Index into `values` of each row.
     codes: Vec<u32>,
-    /// Distinct values in order of first appearance.
+    /// Distinct values, in order of first appearance among the rows as
+    /// pushed (a [`Self::reordered`] column keeps its source's order).
     values: Vec<String>,
     /// Where each value sits in `values`.
     index: FxHashMap<String, u32>,
@@ -76,12 +77,18 @@ impl TextColumn {
     pub fn codes(&self) -> &[u32] {
         &self.codes
     }
-    /// The distinct values, in order of first appearance.
+    /// The distinct values, in order of first appearance among the rows as
+    /// pushed, or as [`Self::recoded_in_order`] put them; a
+    /// [`Self::reordered`] column keeps its source's values and order.
     pub fn values(&self) -> &[String] {
         &self.values
     }
 
-    /// The rows in the order `order` gives (indices into this column).
+    /// The rows in the order `order` gives (indices into this column), their
+    /// codes and values as they were, so the values are no longer in order
+    /// of first appearance. For the probes table's sort: the front turns
+    /// codes into strings row by row (`aqmlab.columns`), so no output
+    /// depends on the values' order.
     pub fn reordered(&self, order: &[usize]) -> TextColumn {
         TextColumn { codes: order.iter().map(|&i| self.codes[i]).collect(), values: self.values.clone(), index: self.index.clone() }
     }

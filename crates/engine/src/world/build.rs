@@ -29,6 +29,8 @@ impl World {
             retired_rows: Default::default(),
             retire_candidates: VecDeque::new(),
             retire_looks: 0,
+            #[cfg(test)]
+            retire_eagerly: false,
             slots_are_ids: true,
             max_clock_offset_ns: 0,
             flow_counters: vec![],

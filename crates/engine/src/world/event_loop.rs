@@ -50,6 +50,10 @@ impl World {
             }
             self.now_ns = t;
             self.dispatch(ev);
+            #[cfg(test)]
+            if self.retire_eagerly {
+                self.retire_every_finished_flow();
+            }
             since_progress += 1;
             if since_progress == PROGRESS_EVERY {
                 since_progress = 0;
