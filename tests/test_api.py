@@ -243,14 +243,16 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
 
 
 @pytest.mark.parametrize("beside_min_cells", [0, 10**12])
+@pytest.mark.parametrize("failing_table", ["flows", "queue_ts"])
 def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        beside_min_cells: int) -> None:  # fmt: skip
-    """The tables are encoded (the smaller ones on a thread, or not) and
-    written in order: each file is what encoding it alone gives, and a
-    table that fails to encode leaves every file of an earlier save as it
-    was."""
+                                                        beside_min_cells: int, failing_table: str) -> None:  # fmt: skip
+    """The tables are encoded (the smaller ones on a thread, or not) into
+    temporary files, then renamed in order: each file is what encoding it
+    alone gives, and a table that fails to encode (the largest, encoded
+    here, or one beside it) leaves every file of an earlier save as it was,
+    and no temporary file behind."""
     import aqmlab.results as results
-    from aqmlab.columns import _parquet_bytes
+    from aqmlab.columns import _parquet_bytes, _write_parquet
 
     monkeypatch.setattr(results, "_ENCODE_BESIDE_MIN_CELLS", beside_min_cells)
     r = aqmlab.run(tiny())
@@ -260,15 +262,37 @@ def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypa
     before = {p.name: p.read_bytes() for p in paths}
     other = aqmlab.run(tiny(), seed=9)
 
-    def failing(table: object) -> bytes:
-        if table is other._arrow["queue_ts"]:
-            raise OSError("disk full")
-        return _parquet_bytes(table)
+    def failing(table: object, file: object) -> None:
+        if table is other._arrow[failing_table]:
+            raise OSError(28, "No space left on device")
+        _write_parquet(table, file)
 
-    monkeypatch.setattr(results, "_parquet_bytes", failing)
-    with pytest.raises(OSError, match="disk full"):
+    monkeypatch.setattr(results, "_write_parquet", failing)
+    from aqmlab._io import OutputError
+
+    with pytest.raises(OutputError, match=f"cannot write .*{failing_table}.parquet: No space left on device"):
         other.to_parquet(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_parquet_files_dictionary_encode_text_only_and_compress_with_zstd(tmp_path: Path) -> None:
+    """The writer's settings (``columns._parquet_options``): text columns
+    dictionary-encoded, numbers plain, every column zstd; the files read
+    back as the tables."""
+    import pyarrow.parquet as pq
+
+    r = aqmlab.run(tiny())
+    for p in r.to_parquet(tmp_path):
+        meta = pq.ParquetFile(p).metadata
+        table = r._arrow[p.stem]
+        for i, field in enumerate(table.schema):
+            for g in range(meta.num_row_groups):
+                col = meta.row_group(g).column(i)
+                assert col.compression == "ZSTD", (p.name, field.name)
+                dictionary = any("DICT" in e for e in col.encodings)
+                if table.num_rows:  # an empty column writes no dictionary
+                    assert dictionary == ("string" in str(field.type)), (p.name, field.name, col.encodings)
+        pd.testing.assert_frame_equal(pq.read_table(p).to_pandas(), table.to_pandas())  # NaN equal to NaN
 
 
 def test_load_reads_tables_written_by_pandas(tmp_path: Path) -> None:

@@ -92,8 +92,9 @@ def test_a_workload_s_time_series_rows_are_estimated_within_a_factor_of_two(rate
 
 def test_a_long_web_workload_is_not_charged_a_row_per_interval_for_every_flow() -> None:
     # 2 000 flows per second for 128 s: `aqmlab run` used to refuse it as
-    # "99.8 GB (256,000 flows × 1,281 metric intervals)"; it peaks at 303-331
-    # MB (stop 65: finished flows retire; 471 MB before).
+    # "99.8 GB (256,000 flows × 1,281 metric intervals)"; it peaks at 281-283
+    # MB (stop 67; 389-418 MB at stop 66, 471 MB before stop 65's finished
+    # flows retired).
     s = _web("2000/s", "1Gbps", "100ms")
     s["duration"] = "128s"
     s["workloads"][0]["size"] = {"dist": "pareto", "min": "2KB", "max": "1MB", "shape": 1.2}

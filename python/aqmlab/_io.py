@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from aqmlab._engine import ScenarioError
 
 __all__ = ["MAX_FILE_BYTES", "OutputError", "atomic_write_bytes", "atomic_write_text", "check_writable_dir",
-           "read_text_file", "remove_orphaned_temporaries"]  # fmt: skip
+           "read_text_file", "remove_orphaned_temporaries", "remove_temporary", "replace_with_temporary",
+           "write_temporary"]  # fmt: skip
 
 
 #: Largest scenario or sweep file read (real ones are a few kB). Reading is
@@ -86,22 +89,48 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     The name also holds the host, so that `remove_orphaned_temporaries` can
     tell a dead writer's file from a live one's on storage that several
     machines share."""
+    return replace_with_temporary(write_temporary(path, lambda f: f.write(data)), path)
+
+
+def write_temporary(path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> Path:
+    """The first half of an atomic write: ``write(file)`` fills a temporary
+    file next to ``path`` (named as `atomic_write_bytes` names them), whose
+    path is returned for `replace_with_temporary`. Several files can be
+    written so and renamed only once all are complete. On any failure the
+    temporary file is removed; an OSError becomes OutputError, naming
+    ``path``."""
     p = Path(path)
     tmp = _temporary_path(p)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
-            f.write(data)
+            write(f)
+    except BaseException as e:
+        remove_temporary(tmp)
+        if isinstance(e, OSError):
+            raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
+        raise
+    return tmp
+
+
+def replace_with_temporary(tmp: Path, path: str | os.PathLike[str]) -> Path:
+    """The second half: rename temporary file ``tmp`` over ``path``
+    (atomic); OutputError, and ``tmp`` removed, if it cannot be."""
+    p = Path(path)
+    try:
         os.replace(tmp, p)
     except OSError as e:
-        reason = e.strerror or str(e)
-        raise OutputError(e.errno, f"cannot write {p}: {reason}") from e
-    finally:
-        try:
-            tmp.unlink()
-        except OSError:  # renamed (the usual case), never created, or unwritable
-            pass
+        remove_temporary(tmp)
+        raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
     return p
+
+
+def remove_temporary(tmp: Path) -> None:
+    """Remove a temporary file of `write_temporary` that will not be renamed."""
+    try:
+        tmp.unlink()
+    except OSError:  # never created, or unwritable
+        pass
 
 
 _HOST = socket.gethostname()

@@ -24,13 +24,17 @@ __all__ = ["Estimate", "ResourceError", "available_memory_bytes", "check", "esti
 #: measured as the peak-RSS slope of 10 ms runs with 10^4 and 10^5 CUBIC
 #: flows: 4.9 KB per flow.
 FLOW_BYTES = 5_000
-#: A workload's short flow, once it has ended (its end-of-run record,
-#: counters and summary row; the flow retires from the engine's flow table,
-#: and its time-series rows are counted apart): the peak-RSS slope of
-#: `aqmlab run` over 32 s and 128 s of 2 000 web flows per second (64 480
-#: and 256 337 flows): 0.90-0.93 kB per flow without huge pages, 0.65-0.87
-#: kB with them (stop 65), less its 1.42 rows of ~300 B, rounded up.
-WORKLOAD_FLOW_BYTES = 600
+#: A workload's short flow, once it has ended (its row of the flows table
+#: in the engine and in the front; the flow retires from the engine's flow
+#: table, and its time-series rows are counted apart): the peak-RSS slope
+#: of `aqmlab run` over 32 s and 128 s of 2 000 web flows per second
+#: (64 480 and 256 337 flows) is 0.44 kB per flow without huge pages and
+#: 0.41 kB with them (stop 67, whose Parquet encoding no longer raises the
+#: peak; 0.90-0.93 and 0.65-0.87 kB at stop 65, when this was 600 B), about
+#: what its 1.42 time-series rows are charged (426 B). 200 B, so that a
+#: flow costs 0.63 kB in all: 100 B would put 32 s of it (142 MB with
+#: this) 2 MB below the 138 MB it peaked at with huge pages.
+WORKLOAD_FLOW_BYTES = 200
 #: One flow's time-series rows per metrics interval, in the engine and as
 #: DataFrames (flow_ts 122 B + two probe rows of 49 B, plus the engine's
 #: columns they are converted from), measured on a 10-flow run: ~300 B.

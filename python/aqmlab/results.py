@@ -28,7 +28,9 @@ from aqmlab.columns import (  # the tables' plumbing, imported from here by the 
     _enrich,
     _parquet_bytes,
     _table_columns,
+    _write_parquet,
 )
+from aqmlab._io import remove_temporary, replace_with_temporary, write_temporary
 from aqmlab.scenario import (
     Scenario,
     ScenarioLike,
@@ -238,9 +240,11 @@ class Result:
     def to_parquet(self, out_dir: str | os.PathLike[str]) -> list[Path]:
         """Write every table as ``<table>.parquet`` in ``out_dir``.
 
-        The tables are encoded, then the files written in order: a table
-        that fails to encode leaves every earlier file as it was."""
-        from concurrent.futures import ThreadPoolExecutor
+        Each table is encoded into a temporary file beside its own; only
+        once all are complete are they renamed over the files, in order: a
+        table that fails to encode leaves every file of an earlier save as
+        it was."""
+        from concurrent.futures import ThreadPoolExecutor, wait
 
         out = Path(out_dir)
         names = [name for name in TABLES if name in self._arrow]
@@ -248,18 +252,35 @@ class Result:
         by_size = sorted(names, key=cells.__getitem__, reverse=True)
         # The largest table is encoded here while a thread encodes the others
         # (Arrow's writer releases the GIL): 128 s of 2 000 web flows a
-        # second, 0.42-0.46 s one after the other, 0.27-0.29 s so. Only when
-        # the others are worth it: the thread's allocator keeps memory of
-        # its own, 10 MB more on the peak of a k = 16 fat tree's run, whose
-        # other tables encode in milliseconds beside its 2 million
-        # histogram rows. (Sized by values, not `Table.nbytes`: reading
-        # that raised the same peak by 14 MB, for reasons not established.)
+        # second, 0.42-0.46 s one after the other, 0.27-0.29 s so (with the
+        # writer's settings of stop 63). Only when the others are worth it:
+        # the thread's allocator keeps memory of its own, 10 MB more on the
+        # peak of a k = 16 fat tree's run, whose other tables encode in
+        # milliseconds beside its 2 million histogram rows. (Sized by
+        # values, not `Table.nbytes`: reading that raised the same peak by
+        # 14 MB, for reasons not established.)
         beside = by_size[1:] if sum(cells[name] for name in by_size[1:]) >= _ENCODE_BESIDE_MIN_CELLS else []
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            others = {name: pool.submit(_parquet_bytes, self._arrow[name]) for name in beside}
-            encoded = {name: _parquet_bytes(self._arrow[name]) for name in names if name not in others}
-            encoded.update((name, f.result()) for name, f in others.items())
-        return [atomic_write_bytes(out / f"{name}.parquet", encoded[name]) for name in names]
+
+        def encode(name: str) -> Path:
+            return write_temporary(out / f"{name}.parquet", lambda f: _write_parquet(self._arrow[name], f))
+
+        temporary: dict[str, Path] = {}
+        try:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                others = {name: pool.submit(encode, name) for name in beside}
+                try:
+                    for name in names:
+                        if name not in others:
+                            temporary[name] = encode(name)
+                finally:  # the thread's files too, written or failed, before any is renamed or removed
+                    wait(others.values())
+                    temporary.update((name, f.result()) for name, f in others.items() if f.exception() is None)
+                for f in others.values():
+                    f.result()  # its failure, if any
+            return [replace_with_temporary(temporary.pop(name), out / f"{name}.parquet") for name in names]
+        finally:
+            for tmp in temporary.values():  # not renamed: a table or a rename failed
+                remove_temporary(tmp)
 
     def save(
         self,
