@@ -243,15 +243,16 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
 
 
 @pytest.mark.parametrize("beside_min_cells", [0, 10**12])
-@pytest.mark.parametrize("failing_table", ["flows", "queue_ts"])
+@pytest.mark.parametrize("failing", ["largest", "smallest"])
 def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        beside_min_cells: int, failing_table: str) -> None:  # fmt: skip
+                                                        beside_min_cells: int, failing: str) -> None:  # fmt: skip
     """The tables are encoded (the smaller ones on a thread, or not) into
     temporary files, then renamed in order: each file is what encoding it
-    alone gives, and a table that fails to encode (the largest, encoded
-    here, or one beside it) leaves every file of an earlier save as it was,
-    and no temporary file behind."""
+    alone gives, and a table that fails to encode (the largest, encoded by
+    the caller while the thread writes the others, or the smallest) leaves
+    every file of an earlier save as it was, and no temporary file."""
     import aqmlab.results as results
+    from aqmlab._io import OutputError
     from aqmlab.columns import _parquet_bytes, _write_parquet
 
     monkeypatch.setattr(results, "_ENCODE_BESIDE_MIN_CELLS", beside_min_cells)
@@ -261,18 +262,30 @@ def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypa
     assert all(p.read_bytes() == _parquet_bytes(r._arrow[p.stem]) for p in paths)
     before = {p.name: p.read_bytes() for p in paths}
     other = aqmlab.run(tiny(), seed=9)
+    by_size = sorted(other._arrow, key=lambda n: (other._arrow[n].num_rows * other._arrow[n].num_columns, n))
+    name = by_size[-1] if failing == "largest" else by_size[0]
 
-    def failing(table: object, file: object) -> None:
-        if table is other._arrow[failing_table]:
+    def fail_one(table: object, file: object) -> None:
+        if table is other._arrow[name]:
             raise OSError(28, "No space left on device")
         _write_parquet(table, file)
 
-    monkeypatch.setattr(results, "_write_parquet", failing)
-    from aqmlab._io import OutputError
-
-    with pytest.raises(OutputError, match=f"cannot write .*{failing_table}.parquet: No space left on device"):
+    monkeypatch.setattr(results, "_write_parquet", fail_one)
+    with pytest.raises(OutputError, match=f"cannot write .*/{name}.parquet: No space left on device"):
         other.to_parquet(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_rename_that_fails_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """A file that cannot be replaced (a directory in its place) is one
+    OutputError naming it; the tables' temporary files are all removed."""
+    from aqmlab._io import OutputError
+
+    r = aqmlab.run(tiny())
+    (tmp_path / "queue_ts.parquet").mkdir()
+    with pytest.raises(OutputError, match="cannot write .*/queue_ts.parquet: "):
+        r.to_parquet(tmp_path)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_parquet_files_dictionary_encode_text_only_and_compress_with_zstd(tmp_path: Path) -> None:

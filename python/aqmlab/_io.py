@@ -119,9 +119,11 @@ def replace_with_temporary(tmp: Path, path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     try:
         os.replace(tmp, p)
-    except OSError as e:
+    except BaseException as e:
         remove_temporary(tmp)
-        raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
+        if isinstance(e, OSError):
+            raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
+        raise
     return p
 
 

@@ -28,13 +28,12 @@ FLOW_BYTES = 5_000
 #: in the engine and in the front; the flow retires from the engine's flow
 #: table, and its time-series rows are counted apart): the peak-RSS slope
 #: of `aqmlab run` over 32 s and 128 s of 2 000 web flows per second
-#: (64 480 and 256 337 flows) is 0.44 kB per flow without huge pages and
-#: 0.41 kB with them (stop 67, whose Parquet encoding no longer raises the
-#: peak; 0.90-0.93 and 0.65-0.87 kB at stop 65, when this was 600 B), about
-#: what its 1.42 time-series rows are charged (426 B). 200 B, so that a
-#: flow costs 0.63 kB in all: 100 B would put 32 s of it (142 MB with
-#: this) 2 MB below the 138 MB it peaked at with huge pages.
-WORKLOAD_FLOW_BYTES = 200
+#: (64 480 and 256 337 flows) without time series, 0.24 kB per flow with
+#: and without huge pages, rounded up (stop 67, whose Parquet encoding no
+#: longer raises the peak; with time series the slope is 0.41-0.44 kB,
+#: below this and the 1.42 rows' 426 B; at stop 65 it was 0.90-0.93 kB,
+#: and this 600 B).
+WORKLOAD_FLOW_BYTES = 300
 #: One flow's time-series rows per metrics interval, in the engine and as
 #: DataFrames (flow_ts 122 B + two probe rows of 49 B, plus the engine's
 #: columns they are converted from), measured on a 10-flow run: ~300 B.

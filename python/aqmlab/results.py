@@ -244,42 +244,46 @@ class Result:
         once all are complete are they renamed over the files, in order: a
         table that fails to encode leaves every file of an earlier save as
         it was."""
-        from concurrent.futures import ThreadPoolExecutor, wait
+        from concurrent.futures import ThreadPoolExecutor
 
         out = Path(out_dir)
         names = [name for name in TABLES if name in self._arrow]
         cells = {name: self._arrow[name].num_rows * self._arrow[name].num_columns for name in names}
         by_size = sorted(names, key=cells.__getitem__, reverse=True)
         # The largest table is encoded here while a thread encodes the others
-        # (Arrow's writer releases the GIL): 128 s of 2 000 web flows a
-        # second, 0.42-0.46 s one after the other, 0.27-0.29 s so (with the
-        # writer's settings of stop 63). Only when the others are worth it:
-        # the thread's allocator keeps memory of its own, 10 MB more on the
-        # peak of a k = 16 fat tree's run, whose other tables encode in
-        # milliseconds beside its 2 million histogram rows. (Sized by
-        # values, not `Table.nbytes`: reading that raised the same peak by
-        # 14 MB, for reasons not established.)
+        # (Arrow's writer releases the GIL while it encodes, and takes it back
+        # to hand each page to the file): 128 s of 2 000 web flows a second,
+        # 0.42-0.46 s one after the other, 0.27-0.29 s so (with the writer's
+        # settings of stop 63). Only when the others are worth it: the
+        # thread's allocator keeps memory of its own, 10 MB more on the peak
+        # of a k = 16 fat tree's run, whose other tables encode in
+        # milliseconds beside its 2 million histogram rows. (Sized by values,
+        # not `Table.nbytes`: reading that raised the same peak by 14 MB, for
+        # reasons not established.)
         beside = by_size[1:] if sum(cells[name] for name in by_size[1:]) >= _ENCODE_BESIDE_MIN_CELLS else []
-
-        def encode(name: str) -> Path:
-            return write_temporary(out / f"{name}.parquet", lambda f: _write_parquet(self._arrow[name], f))
-
+        # Each temporary file is recorded as soon as it is complete, by the
+        # thread that wrote it, so that whatever stops the encoding (a table
+        # that fails, Ctrl-C) leaves none behind.
         temporary: dict[str, Path] = {}
+
+        def encode(name: str) -> None:
+            temporary[name] = write_temporary(out / f"{name}.parquet", lambda f: _write_parquet(self._arrow[name], f))
+
         try:
             with ThreadPoolExecutor(max_workers=1) as pool:
-                others = {name: pool.submit(encode, name) for name in beside}
+                others = [pool.submit(encode, name) for name in beside]
                 try:
                     for name in names:
-                        if name not in others:
-                            temporary[name] = encode(name)
-                finally:  # the thread's files too, written or failed, before any is renamed or removed
-                    wait(others.values())
-                    temporary.update((name, f.result()) for name, f in others.items() if f.exception() is None)
-                for f in others.values():
-                    f.result()  # its failure, if any
+                        if name not in beside:
+                            encode(name)
+                    for f in others:
+                        f.result()  # its failure, if any
+                except BaseException:
+                    pool.shutdown(cancel_futures=True)  # those not started; the pool's exit waits for the one running
+                    raise
             return [replace_with_temporary(temporary.pop(name), out / f"{name}.parquet") for name in names]
         finally:
-            for tmp in temporary.values():  # not renamed: a table or a rename failed
+            for tmp in temporary.values():  # not renamed: a table, a rename or the user stopped it
                 remove_temporary(tmp)
 
     def save(
