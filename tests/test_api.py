@@ -4,6 +4,7 @@ engine errors surface as Python exceptions."""
 from __future__ import annotations
 
 import ast
+import io
 import os
 import subprocess
 import sys
@@ -253,13 +254,18 @@ def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypa
     every file of an earlier save as it was, and no temporary file."""
     import aqmlab.results as results
     from aqmlab._io import OutputError
-    from aqmlab.columns import _parquet_bytes, _write_parquet
+    from aqmlab.columns import _write_parquet
+
+    def encoded(table: object) -> bytes:
+        buf = io.BytesIO()
+        _write_parquet(table, buf)
+        return buf.getvalue()
 
     monkeypatch.setattr(results, "_ENCODE_BESIDE_MIN_CELLS", beside_min_cells)
     r = aqmlab.run(tiny())
     paths = r.to_parquet(tmp_path)
     assert [p.name for p in paths] == [f"{t}.parquet" for t in results.TABLES if t in r._arrow]
-    assert all(p.read_bytes() == _parquet_bytes(r._arrow[p.stem]) for p in paths)
+    assert all(p.read_bytes() == encoded(r._arrow[p.stem]) for p in paths)
     before = {p.name: p.read_bytes() for p in paths}
     other = aqmlab.run(tiny(), seed=9)
     by_size = sorted(other._arrow, key=lambda n: (other._arrow[n].num_rows * other._arrow[n].num_columns, n))

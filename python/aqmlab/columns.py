@@ -324,13 +324,3 @@ def _write_parquet(table: pa.Table | pd.DataFrame, file: Any) -> None:
 
     table = _as_arrow(table)
     pq.write_table(table, file, **_parquet_options(table))
-
-
-def _parquet_bytes(table: pa.Table | pd.DataFrame) -> bytes:
-    """A table as Parquet, in memory (the small tables of sweeps and
-    reproductions; a run's tables go straight to their files)."""
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    _write_parquet(table, sink)
-    return bytes(sink.getvalue())

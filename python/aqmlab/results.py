@@ -26,7 +26,6 @@ from aqmlab.columns import (  # the tables' plumbing, imported from here by the 
     _csv_text,
     _engine_columns,
     _enrich,
-    _parquet_bytes,
     _table_columns,
     _write_parquet,
 )
@@ -89,6 +88,13 @@ def run(
         check(estimate(json.loads(normalized_text)), max_memory_bytes=max_memory_bytes, max_time_s=max_time_s)
     raw = _engine.run(normalized_text, progress)
     return Result._from_engine(raw, json.loads(normalized_text))
+
+
+def _atomic_write_parquet(path: str | os.PathLike[str], table: pa.Table | pd.DataFrame) -> Path:
+    """Write a table as a Parquet file, as it encodes, atomically: a
+    sweep's tables, a reproduction's runs (a run's tables are renamed
+    together, :meth:`Result.to_parquet`)."""
+    return replace_with_temporary(write_temporary(path, lambda f: _write_parquet(table, f)), path)
 
 
 def build_summary(engine_summary: dict[str, Any], normalized: dict[str, Any]) -> dict[str, Any]:

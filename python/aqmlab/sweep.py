@@ -318,12 +318,11 @@ class SweepResult:
     def save(self, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
         """``runs.parquet``, ``flows.parquet``, ``stats.parquet`` and
         ``sweep.json`` (spec and counts), each written atomically."""
-        from aqmlab.results import _parquet_bytes
-        from aqmlab.scenario import atomic_write_bytes
+        from aqmlab.results import _atomic_write_parquet
 
         out = Path(out_dir)
-        files = {name: atomic_write_bytes(out / f"{name}.parquet", _parquet_bytes(getattr(self, name)))
-                 for name in ("runs", "flows", "stats")}  # fmt: skip
+        names = ("runs", "flows", "stats")
+        files = {name: _atomic_write_parquet(out / f"{name}.parquet", getattr(self, name)) for name in names}
         meta = {
             "name": self.spec.name,
             "description": self.spec.description,

@@ -397,7 +397,7 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
 
     from aqmlab.htmlpage import data_files_in, data_links, image, page, table
     from aqmlab.plots import FORMATS, PAPER_RC, figure_bytes, png_bytes
-    from aqmlab.results import _parquet_bytes
+    from aqmlab.results import _atomic_write_parquet
     from aqmlab.scenario import atomic_write_bytes
     from aqmlab.sweep import flatten_summary
 
@@ -413,7 +413,7 @@ def _write_outputs(res: ReproduceResult, outcomes: list[Outcome], owner: dict[in
         if o.summary is not None:
             row.update(flatten_summary(o.summary))
         rows.append(row)
-    atomic_write_bytes(out / "runs.parquet", _parquet_bytes(pd.DataFrame(rows)))
+    _atomic_write_parquet(out / "runs.parquet", pd.DataFrame(rows))
     from aqmlab import _engine
 
     claims = exp.claims()
