@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -101,15 +102,10 @@ def write_temporary(path: str | os.PathLike[str], write: Callable[[BinaryIO], ob
     ``path``."""
     p = Path(path)
     tmp = _temporary_path(p)
-    try:
+    with _removed_on_failure(tmp, p):
         p.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
             write(f)
-    except BaseException as e:
-        remove_temporary(tmp)
-        if isinstance(e, OSError):
-            raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
-        raise
     return tmp
 
 
@@ -117,14 +113,22 @@ def replace_with_temporary(tmp: Path, path: str | os.PathLike[str]) -> Path:
     """The second half: rename temporary file ``tmp`` over ``path``
     (atomic); OutputError, and ``tmp`` removed, if it cannot be."""
     p = Path(path)
-    try:
+    with _removed_on_failure(tmp, p):
         os.replace(tmp, p)
+    return p
+
+
+@contextmanager
+def _removed_on_failure(tmp: Path, p: Path) -> Iterator[None]:
+    """Whatever fails inside removes temporary file ``tmp``; an OSError
+    becomes OutputError, naming ``p``, the file the user asked for."""
+    try:
+        yield
     except BaseException as e:
         remove_temporary(tmp)
         if isinstance(e, OSError):
             raise OutputError(e.errno, f"cannot write {p}: {e.strerror or e}") from e
         raise
-    return p
 
 
 def remove_temporary(tmp: Path) -> None:
