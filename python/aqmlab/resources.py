@@ -31,8 +31,8 @@ FLOW_BYTES = 5_000
 #: (64 480 and 256 337 flows) without time series, 0.24 kB per flow with
 #: and without huge pages, rounded up (stop 67, whose Parquet encoding no
 #: longer raises the peak; with time series the slope is 0.41-0.44 kB,
-#: below this and the 1.42 rows' 426 B; at stop 65 it was 0.90-0.93 kB,
-#: and this 600 B).
+#: below the 0.73 kB charged for this and the flow's 1.42 rows; at stop 65
+#: it was 0.90-0.93 kB, and this 600 B).
 WORKLOAD_FLOW_BYTES = 300
 #: One flow's time-series rows per metrics interval, in the engine and as
 #: DataFrames (flow_ts 122 B + two probe rows of 49 B, plus the engine's

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqmlab import _engine
+from aqmlab._io import remove_temporary, replace_with_temporary, write_temporary
 from aqmlab.columns import (  # the tables' plumbing, imported from here by the runner, sweeps and windows
     _ENRICHED_BY,
     Columns,
@@ -29,7 +30,6 @@ from aqmlab.columns import (  # the tables' plumbing, imported from here by the 
     _table_columns,
     _write_parquet,
 )
-from aqmlab._io import remove_temporary, replace_with_temporary, write_temporary
 from aqmlab.scenario import (
     Scenario,
     ScenarioLike,
