@@ -310,17 +310,13 @@ def _parquet_options(table: pa.Table) -> dict[str, Any]:
     return {"use_dictionary": text, "compression": "zstd"}
 
 
-def _as_arrow(table: pa.Table | pd.DataFrame) -> pa.Table:
-    """An Arrow table (a run's tables), or a DataFrame (sweeps and
-    reproductions) converted as ``DataFrame.to_parquet`` does."""
-    import pyarrow as pa
-
-    return table if isinstance(table, pa.Table) else pa.Table.from_pandas(table, preserve_index=False)
-
-
 def _write_parquet(table: pa.Table | pd.DataFrame, file: Any) -> None:
-    """Write a table as Parquet to an open binary file, as it encodes."""
+    """Write a table as Parquet to an open binary file, as it encodes: an
+    Arrow table (a run's tables), or a DataFrame (sweeps and reproductions)
+    converted as ``DataFrame.to_parquet`` does."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = _as_arrow(table)
+    if not isinstance(table, pa.Table):
+        table = pa.Table.from_pandas(table, preserve_index=False)
     pq.write_table(table, file, **_parquet_options(table))

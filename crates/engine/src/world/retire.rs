@@ -109,13 +109,25 @@ impl World {
             return; // warm-up's checkpoint still reads every flow
         }
         for _ in 0..self.retire_looks {
-            let Some(id) = self.retire_candidates.pop_front() else { break };
-            if !self.can_retire(id) {
-                self.retire_candidates.push_back(id);
+            if self.look_at_first_candidate() != Some(true) {
                 break;
             }
-            self.retire(id);
         }
+    }
+
+    /// Retire the candidate at the front of the list if it can retire
+    /// (Some(true)), else move it to the back (Some(false)); None if there
+    /// is none.
+    #[inline]
+    fn look_at_first_candidate(&mut self) -> Option<bool> {
+        let id = self.retire_candidates.pop_front()?;
+        let retires = self.can_retire(id);
+        if retires {
+            self.retire(id);
+        } else {
+            self.retire_candidates.push_back(id);
+        }
+        Some(retires)
     }
 
     /// Tests only: retire every candidate that can retire now, however
@@ -129,12 +141,7 @@ impl World {
             return;
         }
         for _ in 0..self.retire_candidates.len() {
-            let id = self.retire_candidates.pop_front().expect("counted");
-            if self.can_retire(id) {
-                self.retire(id);
-            } else {
-                self.retire_candidates.push_back(id);
-            }
+            self.look_at_first_candidate();
         }
     }
 
@@ -301,8 +308,8 @@ mod tests {
                 s["tcp"] = json!({"rto_min": "1ms"});
             }
             let name = format!("lookahead {lookahead}, access {access}, time series {timeseries}, spurious timeouts {spurious}");
-            let kept = retiring_changes_nothing(&name, &s, 0.5);
-            let by_label = kept.summary()["workload_flows"]["by_label"].as_object().expect("workload flows by label").clone();
+            let summary = retiring_changes_nothing(&name, &s, 0.5).summary();
+            let by_label = summary["workload_flows"]["by_label"].as_object().expect("workload flows by label");
             rtos.push(by_label.values().map(|g| g["rtos"].as_u64().expect("a count of timeouts")).sum::<u64>());
         }
         // The 1 ms minimum makes timeouts that the same run without it has
