@@ -243,11 +243,10 @@ def test_time_series_rows_take_their_flows_label_and_cc_by_id(coded: bool) -> No
         assert _arrow_array(out[col]).equals(_arrow_array(want)) and _arrow_array(out[col]).null_count == 2
 
 
-@pytest.mark.parametrize("beside_min_cells", [0, 10**12])
 @pytest.mark.parametrize("failing", ["largest", "smallest"])
 def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                        beside_min_cells: int, failing: str) -> None:  # fmt: skip
-    """The tables are encoded (the smaller ones on a thread, or not) into
+                                                        failing: str) -> None:  # fmt: skip
+    """The tables are encoded (the smaller ones on a thread) into
     temporary files, then renamed in order: each file is what encoding it
     alone gives, and a table that fails to encode (the largest, encoded by
     the caller while the thread writes the others, or the smallest) leaves
@@ -261,7 +260,6 @@ def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypa
         _write_parquet(table, buf)
         return buf.getvalue()
 
-    monkeypatch.setattr(results, "_ENCODE_BESIDE_MIN_CELLS", beside_min_cells)
     r = aqmlab.run(tiny())
     paths = r.to_parquet(tmp_path)
     assert [p.name for p in paths] == [f"{t}.parquet" for t in results.TABLES if t in r._arrow]

@@ -53,10 +53,6 @@ TABLES = ("flows", "queues", "sojourn_hist", "flow_ts", "queue_ts", "probes", "s
 
 Progress = Callable[[float], object]
 
-#: Tables besides the largest are encoded on a thread of their own once they
-#: hold this many values (rows times columns; see :meth:`Result.to_parquet`).
-_ENCODE_BESIDE_MIN_CELLS = 1_000_000
-
 
 def run(
     scenario: ScenarioLike,
@@ -258,15 +254,16 @@ class Result:
         by_size = sorted(names, key=cells.__getitem__, reverse=True)
         # The largest table is encoded here while a thread encodes the others
         # (Arrow's writer releases the GIL while it encodes, and takes it back
-        # to hand each page to the file): 128 s of 2 000 web flows a second,
-        # 0.42-0.46 s one after the other, 0.27-0.29 s so (with the writer's
-        # settings of stop 63). Only when the others are worth it: the
-        # thread's allocator keeps memory of its own, 10 MB more on the peak
-        # of a k = 16 fat tree's run, whose other tables encode in
-        # milliseconds beside its 2 million histogram rows. (Sized by values,
-        # not `Table.nbytes`: reading that raised the same peak by 14 MB, for
-        # reasons not established.)
-        beside = by_size[1:] if sum(cells[name] for name in by_size[1:]) >= _ENCODE_BESIDE_MIN_CELLS else []
+        # to hand each page to the file). 128 s of 2 000 web flows a second,
+        # on two cores: 0.17-0.23 s so, 0.22-0.36 s one after the other
+        # (stop 68, 20 calls each); its `aqmlab run` peaks 3 MB higher. A
+        # k = 16 fat tree's run, whose other tables are small beside its 2
+        # million histogram rows, peaks the same either way (282.1 MB). Until
+        # stop 67's writer, which encodes into the file, the thread's
+        # allocator had cost that run 10 MB, and small tables stayed here.
+        # (Sized by values, not `Table.nbytes`: reading that raised the same
+        # peak by 14 MB then, for reasons not established.)
+        here, beside = by_size[:1], by_size[1:]
         # Each temporary file is recorded as soon as it is complete, by the
         # thread that wrote it, so that whatever stops the encoding (a table
         # that fails, Ctrl-C) leaves none behind.
@@ -279,9 +276,8 @@ class Result:
             with ThreadPoolExecutor(max_workers=1) as pool:
                 others = [pool.submit(encode, name) for name in beside]
                 try:
-                    for name in names:
-                        if name not in beside:
-                            encode(name)
+                    for name in here:
+                        encode(name)
                     for f in others:
                         f.result()  # its failure, if any
                 except BaseException:
