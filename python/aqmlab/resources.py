@@ -58,6 +58,10 @@ ACCESS_QUEUE_BYTES = 4_000
 WORKLOAD_ACCESS_QUEUES = 1_000
 #: The interpreter, the package and the engine's fixed tables.
 BASE_BYTES = 100_000_000
+#: Queues on a fat tree's longest path (host to edge, edge to aggregation,
+#: aggregation to core, and down again): what a packet between two pods
+#: crosses.
+FAT_TREE_PATH_QUEUES = 6
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
 #: the benchmark's 16-23 M for DCTCP (docs/performance.md), because CUBIC,
 #: many flows, AQMs and metrics cost more; an ETA, not a promise.
@@ -128,9 +132,15 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     # A reverse queue carries an ACK per two data packets with delayed ACKs,
     # one per packet without.
     ack_share = 0.5 if tcp.get("delayed_ack", True) else 1.0
+    offered_packets = math.inf
     if fat_tree:
         queues = 6 * hosts
         rate_bps = queues * _bps(fat_tree.get("rate"))
+        # Every port busy is what the tree can carry; a few flows or
+        # incasts carry far less (an incast's 64 000 flows of 16 KB over 8 s
+        # of a k = 4 tree: 7.0 M packet-hops, where its 96 ports carry
+        # 640 M), so what the traffic offers bounds the count too.
+        offered_packets = _fat_tree_offered_packets(normalized, hosts, _bps(fat_tree.get("rate")), duration_s, mtu, mss)
     elif topology:
         links = [link for link in topology.get("links", []) or [] if link.get("rate")]
         queues = sum(2 if link.get("duplex") else 1 for link in links)
@@ -161,8 +171,34 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     flow_rows = long_lived * intervals + int(short_rows)
     memory = (BASE_BYTES + queues * QUEUE_BYTES + long_lived * FLOW_BYTES + int(short * WORKLOAD_FLOW_BYTES)
               + flow_rows * FLOW_INTERVAL_BYTES + (access_queues * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
-    packets = max(rate_bps * duration_s / (8 * mtu) * hops, _unresponsive_packets(normalized, duration_s, mtu))
+    carried = min(rate_bps * duration_s / (8 * mtu) * hops, offered_packets)
+    packets = max(carried, _unresponsive_packets(normalized, duration_s, mtu))
     return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S, flow_rows)
+
+
+def _fat_tree_offered_packets(normalized: dict[str, Any], hosts: int, link_bps: float, duration_s: float,
+                              mtu: int, mss: int) -> float:  # fmt: skip
+    """The packet-hops a fat tree's TCP flows can offer at most, each packet
+    and its ACK taken over the longest path: a long-lived flow sends what
+    its host's link carries over its active time; a workload's flow its
+    mean size in segments (one more for the last, partial one), as many
+    ACKs, and the handshake's two packets. UDP flows and latency probes
+    are counted by `_unresponsive_packets`."""
+    per_packet = 2 * FAT_TREE_PATH_QUEUES  # the packet and its ACK
+    total = 0.0
+    for f in normalized.get("flows", []) or []:
+        if f.get("cc") in ("udp", "probe"):
+            continue
+        start_s = _ns(f.get("start", "0ns")) / 1e9
+        stop_s = _ns(f["stop"]) / 1e9 if f.get("stop") else duration_s
+        active_s = max(0.0, min(stop_s, duration_s) - start_s)
+        count = int(f.get("count", 1) or 1) * (hosts if f.get("pattern") else 1)
+        total += count * link_bps * active_s / (8 * mtu) * per_packet
+    for w in normalized.get("workloads", []) or []:
+        count = _workload_flows(w, duration_s, 1.0, mss, None)[0]
+        segments = _mean_size_bytes(w.get("size") or {}) / mss + 1
+        total += count * (segments * per_packet + 2 * FAT_TREE_PATH_QUEUES)
+    return total
 
 
 def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss: int,
