@@ -280,6 +280,32 @@ def test_tables_are_encoded_before_any_file_is_replaced(tmp_path: Path, monkeypa
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
+def test_a_save_that_fails_leaves_the_earlier_save_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`save` writes a run's summary, scenario, tables and capture together:
+    a table that fails to encode leaves every file of the earlier save as
+    it was, its summary.json included (it used to be replaced first, and
+    sat beside the earlier run's tables)."""
+    import aqmlab.results as results
+    from aqmlab._io import OutputError
+    from aqmlab.columns import _write_parquet
+
+    aqmlab.run(tiny()).save(tmp_path, plots=False, report=False)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert {"summary.json", "scenario.toml", "flows.parquet"} <= set(before)
+    other = aqmlab.run(tiny(), seed=9)
+    assert other.summary_json().encode() != before["summary.json"]
+
+    def fail_flows(table: object, file: object) -> None:
+        if table is other._arrow["flows"]:
+            raise OSError(28, "No space left on device")
+        _write_parquet(table, file)
+
+    monkeypatch.setattr(results, "_write_parquet", fail_flows)
+    with pytest.raises(OutputError, match="cannot write .*/flows.parquet: No space left on device"):
+        other.save(tmp_path, plots=False, report=False)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_a_rename_that_fails_leaves_no_temporary_file(tmp_path: Path) -> None:
     """A file that cannot be replaced (a directory in its place) is one
     OutputError naming it; the tables' temporary files are all removed."""

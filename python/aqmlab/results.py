@@ -33,8 +33,6 @@ from aqmlab.columns import (  # the tables' plumbing, imported from here by the 
 from aqmlab.scenario import (
     Scenario,
     ScenarioLike,
-    atomic_write_bytes,
-    atomic_write_text,
     dump_toml,
     to_dict,
 )
@@ -246,9 +244,18 @@ class Result:
         once all are complete are they renamed over the files, in order: a
         table that fails to encode leaves every file of an earlier save as
         it was."""
+        return list(self._write_together(Path(out_dir), {}).values())
+
+    def _write_together(self, out: Path, others: Mapping[str, bytes]) -> dict[str, Path]:
+        """Every table as ``<table>.parquet`` and each of ``others`` (file
+        name -> bytes) in ``out``, each into a temporary file beside its own,
+        renamed over the files only once all are complete: the tables in
+        order, then the others in theirs. Whatever stops it before the
+        renames (a table that fails to encode, a full disk, Ctrl-C) leaves
+        every file of an earlier save as it was, and no temporary file.
+        Returns the paths written by file name, in that order."""
         from concurrent.futures import ThreadPoolExecutor
 
-        out = Path(out_dir)
         names = [name for name in TABLES if name in self._arrow]
         cells = {name: self._arrow[name].num_rows * self._arrow[name].num_columns for name in names}
         by_size = sorted(names, key=cells.__getitem__, reverse=True)
@@ -264,26 +271,30 @@ class Result:
         # (Sized by values, not `Table.nbytes`: reading that raised the same
         # peak by 14 MB then, for reasons not established.)
         here, beside = by_size[:1], by_size[1:]
+        files = [f"{name}.parquet" for name in names] + list(others)
         # Each temporary file is recorded as soon as it is complete, by the
-        # thread that wrote it, so that whatever stops the encoding (a table
+        # thread that wrote it, so that whatever stops the writing (a table
         # that fails, Ctrl-C) leaves none behind.
         temporary: dict[str, Path] = {}
 
         def encode(name: str) -> None:
-            temporary[name] = write_temporary(out / f"{name}.parquet", lambda f: _write_parquet(self._arrow[name], f))
+            file = f"{name}.parquet"
+            temporary[file] = write_temporary(out / file, lambda f: _write_parquet(self._arrow[name], f))
 
         try:
             with ThreadPoolExecutor(max_workers=1) as pool:
-                others = [pool.submit(encode, name) for name in beside]
+                tables = [pool.submit(encode, name) for name in beside]
                 try:
                     for name in here:
                         encode(name)
-                    for f in others:
-                        f.result()  # its failure, if any
+                    for file, data in others.items():
+                        temporary[file] = write_temporary(out / file, lambda f, data=data: f.write(data))
+                    for table in tables:
+                        table.result()  # its failure, if any
                 except BaseException:
                     pool.shutdown(cancel_futures=True)  # those not started; the pool's exit waits for the one running
                     raise
-            return [replace_with_temporary(temporary.pop(name), out / f"{name}.parquet") for name in names]
+            return {file: replace_with_temporary(temporary.pop(file), out / file) for file in files}
         finally:
             for tmp in temporary.values():  # not renamed: a table, a rename or the user stopped it
                 remove_temporary(tmp)
@@ -301,17 +312,27 @@ class Result:
         """Write ``summary.json``, ``scenario.toml``, the tables as Parquet,
         PNG plots in ``plots/`` and ``report.html`` (a report implies the
         plots). Each file is written to a temporary name and renamed, so an
-        earlier result is only ever replaced by a complete new file; plots
-        and a report of an earlier save that this one does not write are
-        removed, so the directory never mixes two runs. Returns the paths
+        earlier result is only ever replaced by a complete new file; the
+        run's own files (summary, scenario, tables, capture) are renamed
+        only once all are written, so one that fails leaves the earlier
+        save whole; plots and a report of an earlier save that this one
+        does not write are removed, so the directory never mixes two
+        runs. Returns the paths
         written. ``plot_formats``, ``plot_size_in`` and ``plot_dpi`` go to
         :meth:`save_plots`."""
         out = Path(out_dir)
-        files: dict[str, Any] = {}
-        files["summary"] = atomic_write_text(out / "summary.json", self.summary_json())
-        files["scenario"] = atomic_write_text(out / "scenario.toml", dump_toml(self.summary["scenario"]))
-        files["tables"] = self.to_parquet(out)
-        files.update(self._save_extra_files(out))
+        # The run's own files are written together: a table that fails to
+        # encode, or a full disk, leaves the summary of an earlier save
+        # beside its tables, never this run's summary beside them.
+        others = {"scenario.toml": dump_toml(self.summary["scenario"]).encode(), **self._extra_files(),
+                  "summary.json": self.summary_json().encode()}  # fmt: skip
+        written = self._write_together(out, others)
+        for name in ("capture.pcap", "capture_drops.csv"):  # a capture of an earlier save
+            if name not in others:
+                (out / name).unlink(missing_ok=True)
+        files: dict[str, Any] = {"summary": written.pop("summary.json"), "scenario": written.pop("scenario.toml")}
+        files["tables"] = [written.pop(name) for name in list(written) if name.endswith(".parquet")]
+        files.update(written)  # the capture's files
         if plots or report:
             files.update(self.save_plots(out, report=report, formats=plot_formats, size_in=plot_size_in,
                                          dpi=plot_dpi))  # fmt: skip
@@ -350,18 +371,13 @@ class Result:
                     (out / "plots" / f"{name}.{fmt}").unlink(missing_ok=True)
         return files
 
-    def _save_extra_files(self, out: Path) -> dict[str, Path]:
+    def _extra_files(self) -> dict[str, bytes]:
         """The engine's files (``capture.pcap``) and the capture's drops as
-        ``capture_drops.csv``; a capture of an earlier save is removed."""
-        written = {}
-        for name in ("capture.pcap", "capture_drops.csv"):
-            if name not in self.files and not (name.endswith(".csv") and "pcap_drops" in self._arrow):
-                (out / name).unlink(missing_ok=True)
-        for name, data in sorted(self.files.items()):
-            written[name] = atomic_write_bytes(out / name, data)
+        ``capture_drops.csv``, by file name."""
+        extra = dict(sorted(self.files.items()))
         if "pcap_drops" in self._arrow:
-            written["capture_drops.csv"] = atomic_write_text(out / "capture_drops.csv", _csv_text(self._arrow["pcap_drops"]))
-        return written
+            extra["capture_drops.csv"] = _csv_text(self._arrow["pcap_drops"]).encode()
+        return extra
 
     @property
     def pcap_drops(self) -> pd.DataFrame:
