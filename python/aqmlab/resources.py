@@ -62,6 +62,16 @@ BASE_BYTES = 100_000_000
 #: aggregation to core, and down again): what a packet between two pods
 #: crosses.
 FAT_TREE_PATH_QUEUES = 6
+#: A queue's time-series row (`queue_ts`, one per queue per metrics
+#: interval): the peak-RSS slope of `aqmlab run` over 100 s and 400 s of a
+#: k = 8 tree carrying one latency probe (768 768 and 3 072 768 rows,
+#: 258.5 and 821.9 MB without huge pages): 245 B a row (stop 68).
+QUEUE_INTERVAL_BYTES = 250
+#: Queue time-series rows per wall-second: the same runs took 1.44 and
+#: 3.56 s, a slope of 1.09 M rows a second beside almost no packets;
+#: rounded down, as PACKETS_PER_WALL_S is, so that the estimate errs long
+#: (the 400 s run: 3.8 s estimated).
+QUEUE_ROWS_PER_WALL_S = 800_000
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
 #: the benchmark's 16-23 M for DCTCP (docs/performance.md), because CUBIC,
 #: many flows, AQMs and metrics cost more; an ETA, not a promise.
@@ -84,11 +94,13 @@ class Estimate:
     #: Per-flow time-series rows: a long-lived flow has one per interval, a
     #: workload's flow one per interval it lives, plus one.
     flow_rows: int
+    #: Per-queue time-series rows: one per queue per interval.
+    queue_rows: int = 0
 
     def describe(self) -> str:
-        return (f"about {_bytes_text(self.memory_bytes)} of memory ({self.flows:,} flows, {self.flow_rows:,} "
-                f"time-series rows over {self.intervals:,} metric intervals) and {_duration_text(self.wall_s)} "
-                f"({self.packets:.3g} packets)")  # fmt: skip
+        return (f"about {_bytes_text(self.memory_bytes)} of memory ({self.flows:,} flows, "
+                f"{self.flow_rows + self.queue_rows:,} time-series rows over {self.intervals:,} metric intervals) "
+                f"and {_duration_text(self.wall_s)} ({self.packets:.3g} packets)")  # fmt: skip
 
 
 def _ns(text: Any) -> int:
@@ -135,12 +147,13 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     offered_packets = math.inf
     if fat_tree:
         queues = 6 * hosts
-        rate_bps = queues * _bps(fat_tree.get("rate"))
+        link_bps = _bps(fat_tree.get("rate"))
+        rate_bps = queues * link_bps
         # Every port busy is what the tree can carry; a few flows or
         # incasts carry far less (an incast's 64 000 flows of 16 KB over 8 s
         # of a k = 4 tree: 7.0 M packet-hops, where its 96 ports carry
         # 640 M), so what the traffic offers bounds the count too.
-        offered_packets = _fat_tree_offered_packets(normalized, hosts, _bps(fat_tree.get("rate")), duration_s, mtu, mss)
+        offered_packets = _fat_tree_offered_packets(normalized, k, link_bps, duration_s, mtu, mss)
     elif topology:
         links = [link for link in topology.get("links", []) or [] if link.get("rate")]
         queues = sum(2 if link.get("duplex") else 1 for link in links)
@@ -169,36 +182,72 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
         access_queues += int(min(count, max(WORKLOAD_ACCESS_QUEUES, 3 * alive)))
     flows = long_lived + int(short)
     flow_rows = long_lived * intervals + int(short_rows)
+    queue_rows = queues * intervals
     memory = (BASE_BYTES + queues * QUEUE_BYTES + long_lived * FLOW_BYTES + int(short * WORKLOAD_FLOW_BYTES)
-              + flow_rows * FLOW_INTERVAL_BYTES + (access_queues * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
+              + flow_rows * FLOW_INTERVAL_BYTES + queue_rows * QUEUE_INTERVAL_BYTES
+              + (access_queues * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
     carried = min(rate_bps * duration_s / (8 * mtu) * hops, offered_packets)
-    packets = max(carried, _unresponsive_packets(normalized, duration_s, mtu))
-    return Estimate(flows, intervals, memory, packets, packets / PACKETS_PER_WALL_S, flow_rows)
+    packets = max(carried, sum(_unresponsive_sends(f, duration_s, mtu, hosts) for f in normalized.get("flows", [])))
+    wall_s = packets / PACKETS_PER_WALL_S + queue_rows / QUEUE_ROWS_PER_WALL_S
+    return Estimate(flows, intervals, memory, packets, wall_s, flow_rows, queue_rows)
 
 
-def _fat_tree_offered_packets(normalized: dict[str, Any], hosts: int, link_bps: float, duration_s: float,
+def _active_s(item: dict[str, Any], duration_s: float) -> float:
+    """A flow group's or workload's active time in the run: from its
+    `start` to its `stop` or the run's end."""
+    start_s = _ns(item.get("start", "0ns")) / 1e9
+    stop_s = _ns(item["stop"]) / 1e9 if item.get("stop") else duration_s
+    return max(0.0, min(stop_s, duration_s) - start_s)
+
+
+def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: float, duration_s: float,
                               mtu: int, mss: int) -> float:  # fmt: skip
-    """The packet-hops a fat tree's TCP flows can offer at most, each packet
-    and its ACK taken over the longest path: a long-lived flow sends what
-    its host's link carries over its active time; a workload's flow its
-    mean size in segments (one more for the last, partial one), as many
-    ACKs, and the handshake's two packets. UDP flows and latency probes
-    are counted by `_unresponsive_packets`."""
-    per_packet = 2 * FAT_TREE_PATH_QUEUES  # the packet and its ACK
+    """The packet-hops a k-ary fat tree's traffic can offer at most, each
+    packet over its path's queues (`_fat_tree_path_queues`):
+    - a TCP or QCN flow group sends what its host's link carries over its
+      active time (its `count` flows share that link; a `pattern` gives
+      every host one such group), each segment with an ACK;
+    - a workload's flow its mean size in segments, plus one for the last,
+      partial one, each with an ACK, and the SYN and SYN-ACK;
+    - UDP flows and latency probes what they send (`_unresponsive_sends`)."""
+    hosts = k**3 // 4
     total = 0.0
     for f in normalized.get("flows", []) or []:
+        path = _fat_tree_path_queues(k, f)
         if f.get("cc") in ("udp", "probe"):
-            continue
-        start_s = _ns(f.get("start", "0ns")) / 1e9
-        stop_s = _ns(f["stop"]) / 1e9 if f.get("stop") else duration_s
-        active_s = max(0.0, min(stop_s, duration_s) - start_s)
-        count = int(f.get("count", 1) or 1) * (hosts if f.get("pattern") else 1)
-        total += count * link_bps * active_s / (8 * mtu) * per_packet
+            total += _unresponsive_sends(f, duration_s, mtu, hosts) * path
+        else:
+            senders = hosts if f.get("pattern") else 1
+            total += senders * link_bps * _active_s(f, duration_s) / (8 * mtu) * 2 * path
     for w in normalized.get("workloads", []) or []:
-        count = _workload_flows(w, duration_s, 1.0, mss, None)[0]
         segments = _mean_size_bytes(w.get("size") or {}) / mss + 1
-        total += count * (segments * per_packet + 2 * FAT_TREE_PATH_QUEUES)
+        total += _workload_count(w, duration_s) * (2 * segments + 2) * FAT_TREE_PATH_QUEUES
     return total
+
+
+def _fat_tree_path_queues(k: int, flow: dict[str, Any]) -> int:
+    """Queues between a flow's two hosts, one way: 2 under one edge switch,
+    4 within a pod, 6 between pods (hosts are numbered edge by edge and pod
+    by pod: `h3` is host 1 of edge switch 1 of pod 0 when k = 4); the
+    longest path where the hosts are not named (a `pattern`)."""
+    ends = [re.fullmatch(r"h([0-9]+)", str(flow.get(key, ""))) for key in ("src", "dst")]
+    if k < 2 or not all(ends):
+        return FAT_TREE_PATH_QUEUES
+    src, dst = (int(m.group(1)) for m in ends if m)
+    if src // (k // 2) == dst // (k // 2):
+        return 2
+    return 4 if src // (k * k // 4) == dst // (k * k // 4) else FAT_TREE_PATH_QUEUES
+
+
+def _workload_count(w: dict[str, Any], duration_s: float) -> float:
+    """A workload's expected flow count: an incast's senders at each of its
+    periods, a Poisson workload's rate times its active time."""
+    active_s = _active_s(w, duration_s)
+    every_s = _ns(w.get("every")) / 1e9 if w.get("every") else 0.0
+    if every_s > 0:
+        return float(int(w.get("senders", 0) or 0) * math.ceil(active_s / every_s))
+    rate = re.fullmatch(r"([0-9.]+)/s", str(w.get("rate", "")).strip())
+    return float(rate.group(1)) * active_s if rate else 0.0
 
 
 def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss: int,
@@ -213,15 +262,8 @@ def _workload_flows(w: dict[str, Any], duration_s: float, interval_s: float, mss
     guard"). A workload that offers its dumbbell's bottleneck at least its
     rate never drains: each of its flows is charged as alive from its start
     to the workload's end, half its active time on average."""
-    start_s = _ns(w.get("start", "0ns")) / 1e9
-    stop_s = min(_ns(w["stop"]) / 1e9, duration_s) if w.get("stop") else duration_s
-    active_s = max(0.0, stop_s - start_s)
-    every_s = _ns(w.get("every")) / 1e9 if w.get("every") else 0.0
-    if every_s > 0:
-        count = float(int(w.get("senders", 0) or 0) * math.ceil(active_s / every_s))
-    else:
-        rate = re.fullmatch(r"([0-9.]+)/s", str(w.get("rate", "")).strip())
-        count = float(rate.group(1)) * active_s if rate else 0.0
+    active_s = _active_s(w, duration_s)
+    count = _workload_count(w, duration_s)
     mean_bytes = _mean_size_bytes(w.get("size") or {})
     initial_window = float((w.get("params") or {}).get("initial_window", 10) or 10)
     life_s = _ns(w.get("rtt", "0ns")) / 1e9 * (2 + math.log2(1 + mean_bytes / (initial_window * mss)))
@@ -249,26 +291,23 @@ def _mean_size_bytes(size: dict[str, Any]) -> float:
     return float(_size_bytes(size.get("mean")))
 
 
-def _unresponsive_packets(normalized: dict[str, Any], duration_s: float, mtu: int) -> float:
-    """Packets that UDP flows and latency probes send whatever the links carry:
-    each costs an event at the source and an arrival at a queue even when it is
-    dropped, so 1 Tbit/s of UDP into a 10 Mbit/s link costs what its offered
-    load does, not what the link carries. (A QCN source's `rate` is only its
-    line rate: it slows down on congestion notifications, so it is left out.)"""
-    total = 0.0
-    for f in normalized.get("flows", []) or []:
-        start_s = _ns(f.get("start", "0ns")) / 1e9
-        stop_s = _ns(f["stop"]) / 1e9 if f.get("stop") else duration_s
-        active_s = max(0.0, min(stop_s, duration_s) - start_s)
-        count = int(f.get("count", 1) or 1)
-        if f.get("cc") == "udp":
-            size = _size_bytes(f.get("packet_size")) or mtu
-            total += count * _bps(f.get("rate")) * active_s / (8 * size)
-        elif f.get("cc") == "probe":
-            interval_s = _ns((f.get("params") or {}).get("interval", "10ms")) / 1e9
-            if interval_s > 0:
-                total += count * 2 * active_s / interval_s  # a request and its reply
-    return total
+def _unresponsive_sends(f: dict[str, Any], duration_s: float, mtu: int, hosts: int) -> float:
+    """Packets a UDP flow group or latency probe sends whatever the links
+    carry (0 for other flows): each costs an event at the source and an
+    arrival at a queue even when it is dropped, so 1 Tbit/s of UDP into a
+    10 Mbit/s link costs what its offered load does, not what the link
+    carries. A `pattern` gives every one of a fat tree's `hosts` the group.
+    (A QCN source's `rate` is only its line rate: it slows down on
+    congestion notifications, so it is left out.)"""
+    copies = int(f.get("count", 1) or 1) * (hosts if f.get("pattern") and hosts else 1)
+    if f.get("cc") == "udp":
+        size = _size_bytes(f.get("packet_size")) or mtu
+        return copies * _bps(f.get("rate")) * _active_s(f, duration_s) / (8 * size)
+    if f.get("cc") == "probe":
+        interval_s = _ns((f.get("params") or {}).get("interval", "10ms")) / 1e9
+        if interval_s > 0:
+            return copies * 2 * _active_s(f, duration_s) / interval_s  # a request and its reply
+    return 0.0
 
 
 def _size_bytes(text: Any) -> int:
