@@ -306,16 +306,40 @@ def test_a_save_that_fails_leaves_the_earlier_save_whole(tmp_path: Path, monkeyp
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
-def test_a_rename_that_fails_leaves_no_temporary_file(tmp_path: Path) -> None:
+def test_a_directory_in_a_file_s_place_fails_before_any_rename(tmp_path: Path) -> None:
     """A file that cannot be replaced (a directory in its place) is one
-    OutputError naming it; the tables' temporary files are all removed."""
+    OutputError naming it, raised before any file is renamed: an earlier
+    save stays whole, and no temporary file is left."""
+    from aqmlab._io import OutputError
+
+    aqmlab.run(tiny()).save(tmp_path, plots=False, report=False)
+    (tmp_path / "queue_ts.parquet").unlink()
+    (tmp_path / "queue_ts.parquet").mkdir()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    with pytest.raises(OutputError, match="cannot write .*/queue_ts.parquet: a directory is in its place"):
+        aqmlab.run(tiny(), seed=9).save(tmp_path, plots=False, report=False)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_a_rename_that_fails_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rename that fails partway is one OutputError naming its file; the
+    temporary files of those not yet renamed are all removed."""
+    import aqmlab._io as io_module
     from aqmlab._io import OutputError
 
     r = aqmlab.run(tiny())
-    (tmp_path / "queue_ts.parquet").mkdir()
-    with pytest.raises(OutputError, match="cannot write .*/queue_ts.parquet: "):
+    real_replace = os.replace
+
+    def replace(src: object, dst: object) -> None:
+        if str(dst).endswith("queue_ts.parquet"):
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(io_module.os, "replace", replace)
+    with pytest.raises(OutputError, match="cannot write .*/queue_ts.parquet: Input/output error"):
         r.to_parquet(tmp_path)
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert (tmp_path / "flows.parquet").is_file()  # renamed before it
 
 
 def test_parquet_files_dictionary_encode_text_only_and_compress_with_zstd(tmp_path: Path) -> None:

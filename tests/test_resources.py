@@ -147,15 +147,31 @@ def test_a_fat_tree_s_light_traffic_is_estimated_from_what_it_offers(traffic: di
     assert hops <= e.packets <= 1.8 * hops, (e.packets, hops)
 
 
-def test_every_queue_s_time_series_rows_are_charged() -> None:
-    # A queue has a row per metrics interval: 100 s of a k = 16 tree with
-    # one probe were estimated at 242 MB and "under a second", and took
-    # 1.48 GB and 6.7 s (6.15 M rows of queue_ts, none charged).
-    s = {"duration": "2s", "topology": {"fat_tree": _SMALL_TREE},
+def test_every_queue_s_time_series_and_probe_rows_are_charged() -> None:
+    # A queue has a row per sub-queue and a probe row per value of its
+    # discipline in every metrics interval: 100 s of a k = 16 tree with one
+    # probe were estimated at 242 MB and "under a second", and took 1.48 GB
+    # and 6.7 s (6.15 M rows of queue_ts, none charged). PIE: a row and
+    # three probes a queue.
+    s = {"duration": "2s", "topology": {"fat_tree": {**_SMALL_TREE, "aqm": "pie", "params": {}}},
          "flows": [{"cc": "probe", "src": "h0", "dst": "h5"}]}  # fmt: skip
     e = estimate(aqmlab.validate(s))
-    assert e.queue_rows == len(aqmlab.run(s).queue_timeseries) == 96 * 21
-    assert e.memory_bytes >= e.queue_rows * 245 and e.wall_s >= e.queue_rows / 1.09e6
+    r = aqmlab.run(s)
+    queue_probes = int((~r.probes["owner"].astype(str).str.startswith("flow")).sum())
+    assert e.queue_rows == len(r.queue_timeseries) + queue_probes == 96 * 21 * (1 + 3)
+
+
+@pytest.mark.parametrize("aqm", sorted(aqmlab.registry()["aqm"]))
+def test_the_rows_charged_to_a_queue_are_its_discipline_s(aqm: str) -> None:
+    # resources.QUEUE_SUBQUEUES and QUEUE_PROBES against the engine: a
+    # dual queue has two sub-queues' rows; PIE, CoDel and the others
+    # report their internal values as probes. 300 ms: 4 samples.
+    s = {"duration": "300ms", "bottleneck": {"rate": "100Mbps", "aqm": aqm}, "flows": [{"cc": "cubic", "rtt": "20ms"}]}
+    e = estimate(aqmlab.validate(s))
+    r = aqmlab.run(s)
+    queue_probes = int((r.probes["owner"].astype(str) == "bottleneck").sum())
+    assert e.intervals == 4
+    assert e.queue_rows == len(r.queue_timeseries) + queue_probes, (len(r.queue_timeseries), queue_probes)
 
 
 @pytest.mark.parametrize("delayed_ack, per_data_hop", [(True, 1.5), (False, 2.0)])

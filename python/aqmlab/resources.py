@@ -62,15 +62,30 @@ BASE_BYTES = 100_000_000
 #: aggregation to core, and down again): what a packet between two pods
 #: crosses.
 FAT_TREE_PATH_QUEUES = 6
-#: A queue's time-series row (`queue_ts`, one per queue per metrics
+#: A queue's time-series row (`queue_ts`, one per sub-queue per metrics
 #: interval): the peak-RSS slope of `aqmlab run` over 100 s and 400 s of a
-#: k = 8 tree carrying one latency probe (768 768 and 3 072 768 rows,
-#: 258.5 and 821.9 MB without huge pages): 245 B a row (stop 68).
+#: k = 8 tree of tail-drop FIFOs carrying one latency probe (768 768 and
+#: 3 072 768 rows, 258.5 and 821.9 MB without huge pages): 245 B a row
+#: (stop 68).
 QUEUE_INTERVAL_BYTES = 250
-#: Queue time-series rows per wall-second: the same runs took 1.44 and
-#: 3.56 s, a slope of 1.09 M rows a second beside almost no packets;
-#: rounded down, as PACKETS_PER_WALL_S is, so that the estimate errs long
-#: (the 400 s run: 3.8 s estimated).
+#: A queue discipline's probe row (`probes`: its internal values, each
+#: once per metrics interval): the same tree with PIE (a queue row and 3
+#: probe rows a queue and interval) over 100 s and 200 s, 564.8 and
+#: 1 045.0 MB, 625 B a queue and interval, 127 B a probe row; with DualPI2
+#: (2 queue rows and 3 probe rows) 689.5 and 1 233.8 MB, 709 B (stop 68).
+PROBE_ROW_BYTES = 150
+#: A queue's rows in each metrics interval by discipline: its sub-queues'
+#: `queue_ts` rows and its `probes` rows (those not named have one sub-queue
+#: and no probe). `tests/test_resources.py` runs every discipline of the
+#: engine's registry against this table.
+QUEUE_SUBQUEUES = {"curvy_red": 2, "dualpi2": 2, "vdq_csaqm": 2}
+QUEUE_PROBES = {"ared": 3, "codel": 3, "curvy_red": 3, "dualpi2": 3, "fq_codel": 2, "pi2": 3, "pie": 3, "qcn": 4,
+                "red": 3, "vdq_csaqm": 4}  # fmt: skip
+#: Queue time-series and probe rows per wall-second: the FIFO runs above
+#: took 1.44 and 3.56 s, a slope of 1.09 M rows a second beside almost no
+#: packets; PIE's 3.14 and 5.61 s, 1.24 M; DualPI2's 3.82 and 7.28 s,
+#: 1.11 M. Rounded down, as PACKETS_PER_WALL_S is, so that the estimate
+#: errs long (the FIFO tree's 400 s: 3.8 s estimated).
 QUEUE_ROWS_PER_WALL_S = 800_000
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
 #: the benchmark's 16-23 M for DCTCP (docs/performance.md), because CUBIC,
@@ -94,7 +109,8 @@ class Estimate:
     #: Per-flow time-series rows: a long-lived flow has one per interval, a
     #: workload's flow one per interval it lives, plus one.
     flow_rows: int
-    #: Per-queue time-series rows: one per queue per interval.
+    #: Per-queue time-series and probe rows: each sub-queue's and each of
+    #: its discipline's probes' per interval.
     queue_rows: int = 0
 
     def describe(self) -> str:
@@ -132,9 +148,11 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     long_lived = sum(int(f.get("count", 1) or 1) * (hosts if f.get("pattern") and hosts else 1)
                      for f in normalized.get("flows", []))  # fmt: skip
     metrics = normalized.get("metrics", {}) or {}
-    interval_s = _ns(metrics.get("interval", "100ms")) / 1e9 or 0.1
+    interval_ns = _ns(metrics.get("interval", "100ms")) or 100_000_000
+    interval_s = interval_ns / 1e9
     timeseries = bool(metrics.get("timeseries", True))
-    intervals = int(duration_s / interval_s) + 1 if timeseries else 0
+    # In integer nanoseconds: 300 ms of 100 ms intervals are 4 samples (0 to 300 ms), not int(2.999...) + 1.
+    intervals = _ns(normalized.get("duration")) // interval_ns + 1 if timeseries else 0
     tcp = normalized.get("tcp") or {}
     mtu = int(tcp.get("mtu_bytes", 1500) or 1500)
     mss = max(1, mtu - int(tcp.get("header_bytes", 52) or 52))
@@ -147,6 +165,7 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     offered_packets = math.inf
     if fat_tree:
         queues = 6 * hosts
+        queue_aqms = {fat_tree.get("aqm") or "fifo": queues}
         link_bps = _bps(fat_tree.get("rate"))
         rate_bps = queues * link_bps
         # Every port busy is what the tree can carry; a few flows or
@@ -157,6 +176,11 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     elif topology:
         links = [link for link in topology.get("links", []) or [] if link.get("rate")]
         queues = sum(2 if link.get("duplex") else 1 for link in links)
+        queue_aqms = {}
+        for link in links:  # a duplex link's reverse queue is a tail-drop FIFO
+            queue_aqms[link.get("aqm") or "fifo"] = queue_aqms.get(link.get("aqm") or "fifo", 0) + 1
+            if link.get("duplex"):
+                queue_aqms["fifo"] = queue_aqms.get("fifo", 0) + 1
         # A duplex link's reverse queue carries the ACKs of what it carries
         # forward (a chain of duplex links: 1.5 packet-hops per data
         # packet-hop with delayed ACKs, 2.0 without; it counted 1.0).
@@ -164,6 +188,7 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     else:
         bottleneck = normalized.get("bottleneck") or {}
         queues = 2 if bottleneck.get("reverse") else 1
+        queue_aqms = {bottleneck.get("aqm") or "fifo": queues}
         rate_bps = _bps(bottleneck.get("rate"))
         # A bottleneck packet crosses its flow's access queue first, and
         # the ACKs a reverse queue (one per two data packets with delayed ACKs).
@@ -182,9 +207,11 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
         access_queues += int(min(count, max(WORKLOAD_ACCESS_QUEUES, 3 * alive)))
     flows = long_lived + int(short)
     flow_rows = long_lived * intervals + int(short_rows)
-    queue_rows = queues * intervals
+    subqueue_rows = intervals * sum(n * QUEUE_SUBQUEUES.get(aqm, 1) for aqm, n in queue_aqms.items())
+    probe_rows = intervals * sum(n * QUEUE_PROBES.get(aqm, 0) for aqm, n in queue_aqms.items())
+    queue_rows = subqueue_rows + probe_rows
     memory = (BASE_BYTES + queues * QUEUE_BYTES + long_lived * FLOW_BYTES + int(short * WORKLOAD_FLOW_BYTES)
-              + flow_rows * FLOW_INTERVAL_BYTES + queue_rows * QUEUE_INTERVAL_BYTES
+              + flow_rows * FLOW_INTERVAL_BYTES + subqueue_rows * QUEUE_INTERVAL_BYTES + probe_rows * PROBE_ROW_BYTES
               + (access_queues * ACCESS_QUEUE_BYTES if access else 0))  # fmt: skip
     carried = min(rate_bps * duration_s / (8 * mtu) * hops, offered_packets)
     packets = max(carried, sum(_unresponsive_sends(f, duration_s, mtu, hosts) for f in normalized.get("flows", [])))
@@ -204,24 +231,32 @@ def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: floa
                               mtu: int, mss: int) -> float:  # fmt: skip
     """The packet-hops a k-ary fat tree's traffic can offer at most, each
     packet over its path's queues (`_fat_tree_path_queues`):
-    - a TCP or QCN flow group sends what its host's link carries over its
-      active time (its `count` flows share that link; a `pattern` gives
-      every host one such group), each segment with an ACK;
+    - a TCP flow group sends what its host's link carries over its active
+      time (its `count` flows share that link; a `pattern` gives every host
+      one such group), each segment with an ACK; a QCN source the same
+      without ACKs;
     - a workload's flow its mean size in segments, plus one for the last,
       partial one, each with an ACK, and the SYN and SYN-ACK;
-    - UDP flows and latency probes what they send (`_unresponsive_sends`)."""
+    - UDP flows and latency probes what they send (`_unresponsive_sends`),
+      UDP's beyond its host's link only to the first queue, where it is
+      dropped."""
     hosts = k**3 // 4
     total = 0.0
     for f in normalized.get("flows", []) or []:
         path = _fat_tree_path_queues(k, f)
-        if f.get("cc") in ("udp", "probe"):
+        senders = hosts if f.get("pattern") else 1
+        line_rate = senders * link_bps * _active_s(f, duration_s) / (8 * mtu)
+        if f.get("cc") == "udp":
+            sends = _unresponsive_sends(f, duration_s, mtu, hosts)
+            carried = min(sends, line_rate * mtu / (_size_bytes(f.get("packet_size")) or mtu))
+            total += carried * path + (sends - carried)
+        elif f.get("cc") == "probe":
             total += _unresponsive_sends(f, duration_s, mtu, hosts) * path
         else:
-            senders = hosts if f.get("pattern") else 1
-            total += senders * link_bps * _active_s(f, duration_s) / (8 * mtu) * 2 * path
+            total += line_rate * path * (1 if f.get("cc") == "qcn" else 2)
     for w in normalized.get("workloads", []) or []:
         segments = _mean_size_bytes(w.get("size") or {}) / mss + 1
-        total += _workload_count(w, duration_s) * (2 * segments + 2) * FAT_TREE_PATH_QUEUES
+        total += _workload_count(w, duration_s) * (2 * segments + 2) * _fat_tree_path_queues(k, w)
     return total
 
 
@@ -229,7 +264,8 @@ def _fat_tree_path_queues(k: int, flow: dict[str, Any]) -> int:
     """Queues between a flow's two hosts, one way: 2 under one edge switch,
     4 within a pod, 6 between pods (hosts are numbered edge by edge and pod
     by pod: `h3` is host 1 of edge switch 1 of pod 0 when k = 4); the
-    longest path where the hosts are not named (a `pattern`)."""
+    longest path where the hosts are not named (a `pattern`, an incast's
+    random senders)."""
     ends = [re.fullmatch(r"h([0-9]+)", str(flow.get(key, ""))) for key in ("src", "dst")]
     if k < 2 or not all(ends):
         return FAT_TREE_PATH_QUEUES

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aqmlab import _engine
-from aqmlab._io import remove_temporary, replace_with_temporary, write_temporary
+from aqmlab._io import OutputError, remove_temporary, replace_with_temporary, write_temporary
 from aqmlab.columns import (  # the tables' plumbing, imported from here by the runner, sweeps and windows
     _ENRICHED_BY,
     Columns,
@@ -254,6 +254,7 @@ class Result:
         renames (a table that fails to encode, a full disk, Ctrl-C) leaves
         every file of an earlier save as it was, and no temporary file.
         Returns the paths written by file name, in that order."""
+        import threading
         from concurrent.futures import ThreadPoolExecutor
 
         names = [name for name in TABLES if name in self._arrow]
@@ -274,12 +275,17 @@ class Result:
         files = [f"{name}.parquet" for name in names] + list(others)
         # Each temporary file is recorded as soon as it is complete, by the
         # thread that wrote it, so that whatever stops the writing (a table
-        # that fails, Ctrl-C) leaves none behind.
+        # that fails, Ctrl-C) leaves none behind; one completed after the
+        # clean-up below (a second Ctrl-C while the pool waits for it) is
+        # removed by its own thread.
         temporary: dict[str, Path] = {}
+        stopped = threading.Event()
 
         def encode(name: str) -> None:
             file = f"{name}.parquet"
             temporary[file] = write_temporary(out / file, lambda f: _write_parquet(self._arrow[name], f))
+            if stopped.is_set():
+                remove_temporary(temporary[file])
 
         try:
             with ThreadPoolExecutor(max_workers=1) as pool:
@@ -294,9 +300,19 @@ class Result:
                 except BaseException:
                     pool.shutdown(cancel_futures=True)  # those not started; the pool's exit waits for the one running
                     raise
-            return {file: replace_with_temporary(temporary.pop(file), out / file) for file in files}
+            # A directory in a file's place fails before anything is renamed
+            # (a rename that fails later still leaves the files before it new).
+            for file in files:
+                if (out / file).is_dir():
+                    raise OutputError(21, f"cannot write {out / file}: a directory is in its place")
+            written = {}
+            for file in files:
+                written[file] = replace_with_temporary(temporary[file], out / file)
+                del temporary[file]
+            return written
         finally:
-            for tmp in temporary.values():  # not renamed: a table, a rename or the user stopped it
+            stopped.set()
+            for tmp in list(temporary.values()):  # not renamed: a table, a rename or the user stopped it
                 remove_temporary(tmp)
 
     def save(
@@ -314,8 +330,9 @@ class Result:
         plots). Each file is written to a temporary name and renamed, so an
         earlier result is only ever replaced by a complete new file; the
         run's own files (summary, scenario, tables, capture) are renamed
-        only once all are written, so one that fails leaves the earlier
-        save whole; plots and a report of an earlier save that this one
+        only once all are written, so one that fails to be written leaves
+        the earlier save whole (a rename that fails partway does not);
+        plots and a report of an earlier save that this one
         does not write are removed, so the directory never mixes two
         runs. Returns the paths
         written. ``plot_formats``, ``plot_size_in`` and ``plot_dpi`` go to
