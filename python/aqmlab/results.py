@@ -328,15 +328,14 @@ class Result:
         """Write ``summary.json``, ``scenario.toml``, the tables as Parquet,
         PNG plots in ``plots/`` and ``report.html`` (a report implies the
         plots). Each file is written to a temporary name and renamed, so an
-        earlier result is only ever replaced by a complete new file; the
+        earlier result is only ever replaced by a complete new file. The
         run's own files (summary, scenario, tables, capture) are renamed
         only once all are written, so one that fails to be written leaves
-        the earlier save whole (a rename that fails partway does not);
-        plots and a report of an earlier save that this one
-        does not write are removed, so the directory never mixes two
-        runs. Returns the paths
-        written. ``plot_formats``, ``plot_size_in`` and ``plot_dpi`` go to
-        :meth:`save_plots`."""
+        the earlier save whole (a rename that fails partway does not).
+        Plots and a report of an earlier save that this one does not write
+        are removed, so the directory never mixes two runs. Returns the
+        paths written. ``plot_formats``, ``plot_size_in`` and ``plot_dpi``
+        go to :meth:`save_plots`."""
         out = Path(out_dir)
         # The run's own files are written together: a table that fails to
         # encode, or a full disk, leaves the summary of an earlier save
