@@ -127,9 +127,11 @@ _INCAST = {"kind": "incast", "cc": "dctcp", "every": "1ms", "senders": 8, "size"
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h15"}], "duration": "50ms"},
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h3"}], "duration": "50ms"},
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h1", "count": 8}], "duration": "50ms"},
+    {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h15"}, {"cc": "dctcp", "src": "h0", "dst": "h14"}], "duration": "50ms"},
     {"flows": [{"cc": "udp", "pattern": "permutation", "rate": "2Gbps"}], "duration": "20ms"},
     {"flows": [{"cc": "probe", "pattern": "permutation", "params": {"interval": "100us"}}], "duration": "100ms"},
-], ids=["incast", "two-pods", "one-pod", "one-edge-8-flows", "udp-permutation", "probe-permutation"])  # fmt: skip
+], ids=["incast", "two-pods", "one-pod", "one-edge-8-flows", "two-groups-one-host", "udp-permutation",
+        "probe-permutation"])  # fmt: skip
 def test_a_fat_tree_s_light_traffic_is_estimated_from_what_it_offers(traffic: dict) -> None:
     # Counting every port busy, 8 s of 8 senders of 16 KB every millisecond
     # on a k = 4 tree read 640 M packets and 2.13 min; the run moves 7.0 M

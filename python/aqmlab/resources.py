@@ -231,17 +231,21 @@ def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: floa
                               mtu: int, mss: int) -> float:  # fmt: skip
     """The packet-hops a k-ary fat tree's traffic can offer at most, each
     packet over its path's queues (`_fat_tree_path_queues`):
-    - a TCP flow group sends what its host's link carries over its active
-      time (its `count` flows share that link; a `pattern` gives every host
-      one such group), each segment with an ACK; a QCN source the same
-      without ACKs;
-    - a workload's flow its mean size in segments, plus one for the last,
-      partial one, each with an ACK, and the SYN and SYN-ACK;
+    - TCP flows what their host's link carries over their active time, or
+      their `size` in segments (plus one for the last, partial one) if
+      less; a host's groups share its link (a `pattern` gives every host
+      one group); each segment with an ACK (a QCN source's without);
+    - a workload's flow its mean size in segments, plus one, each with an
+      ACK, and the SYN and SYN-ACK;
     - UDP flows and latency probes what they send (`_unresponsive_sends`),
       UDP's beyond its host's link only to the first queue, where it is
       dropped."""
     hosts = k**3 // 4
     total = 0.0
+    # By sending host ("" for a pattern's every host): the segments its TCP
+    # groups offer, the most queue visits one of them costs, and the most
+    # its link carries while they are active.
+    by_host: dict[str, list[float]] = {}
     for f in normalized.get("flows", []) or []:
         path = _fat_tree_path_queues(k, f)
         senders = hosts if f.get("pattern") else 1
@@ -253,7 +257,16 @@ def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: floa
         elif f.get("cc") == "probe":
             total += _unresponsive_sends(f, duration_s, mtu, hosts) * path
         else:
-            total += line_rate * path * (1 if f.get("cc") == "qcn" else 2)
+            segments = line_rate
+            if f.get("size"):  # finite flows, each with its SYN and SYN-ACK
+                flows = senders * int(f.get("count", 1) or 1)
+                segments = min(segments, flows * (_size_bytes(f["size"]) / mss + 1))
+                total += flows * 2 * path
+            host = by_host.setdefault("" if f.get("pattern") else str(f.get("src")), [0.0, 0.0, 0.0])
+            host[0] += segments
+            host[1] = max(host[1], path * (1 if f.get("cc") == "qcn" else 2))
+            host[2] = max(host[2], line_rate)
+    total += sum(min(segments, most) * visits for segments, visits, most in by_host.values())
     for w in normalized.get("workloads", []) or []:
         segments = _mean_size_bytes(w.get("size") or {}) / mss + 1
         total += _workload_count(w, duration_s) * (2 * segments + 2) * _fat_tree_path_queues(k, w)
