@@ -128,10 +128,12 @@ _INCAST = {"kind": "incast", "cc": "dctcp", "every": "1ms", "senders": 8, "size"
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h3"}], "duration": "50ms"},
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h1", "count": 8}], "duration": "50ms"},
     {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h15"}, {"cc": "dctcp", "src": "h0", "dst": "h14"}], "duration": "50ms"},
+    {"flows": [{"cc": "dctcp", "src": "h0", "dst": "h15", "stop": "25ms"},
+               {"cc": "dctcp", "src": "h0", "dst": "h14", "start": "25ms"}], "duration": "50ms"},
     {"flows": [{"cc": "udp", "pattern": "permutation", "rate": "2Gbps"}], "duration": "20ms"},
     {"flows": [{"cc": "probe", "pattern": "permutation", "params": {"interval": "100us"}}], "duration": "100ms"},
-], ids=["incast", "two-pods", "one-pod", "one-edge-8-flows", "two-groups-one-host", "udp-permutation",
-        "probe-permutation"])  # fmt: skip
+], ids=["incast", "two-pods", "one-pod", "one-edge-8-flows", "two-groups-one-host",
+        "one-host-one-group-after-another", "udp-permutation", "probe-permutation"])  # fmt: skip
 def test_a_fat_tree_s_light_traffic_is_estimated_from_what_it_offers(traffic: dict) -> None:
     # Counting every port busy, 8 s of 8 senders of 16 KB every millisecond
     # on a k = 4 tree read 640 M packets and 2.13 min; the run moves 7.0 M
@@ -173,6 +175,19 @@ def test_the_rows_charged_to_a_queue_are_its_discipline_s(aqm: str) -> None:
     r = aqmlab.run(s)
     queue_probes = int((r.probes["owner"].astype(str) == "bottleneck").sum())
     assert e.intervals == 4
+    assert e.queue_rows == len(r.queue_timeseries) + queue_probes, (len(r.queue_timeseries), queue_probes)
+
+
+@pytest.mark.parametrize("forward, reverse", [("pie", "fifo"), ("fifo", "dualpi2")])
+def test_a_dumbbell_s_reverse_queue_is_charged_its_own_discipline_s_rows(forward: str, reverse: str) -> None:
+    # The reverse queue was charged the bottleneck's discipline: a FIFO
+    # bottleneck with a DualPI2 reverse queue read 8 rows where the run
+    # writes 24.
+    s = {"duration": "300ms", "bottleneck": {"rate": "100Mbps", "aqm": forward, "reverse": {"rate": "100Mbps", "aqm": reverse}},
+         "flows": [{"cc": "cubic", "rtt": "20ms"}]}  # fmt: skip
+    e = estimate(aqmlab.validate(s))
+    r = aqmlab.run(s)
+    queue_probes = int((~r.probes["owner"].astype(str).str.startswith("flow")).sum())
     assert e.queue_rows == len(r.queue_timeseries) + queue_probes, (len(r.queue_timeseries), queue_probes)
 
 

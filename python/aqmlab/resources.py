@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +86,7 @@ QUEUE_PROBES = {"ared": 3, "codel": 3, "curvy_red": 3, "dualpi2": 3, "fq_codel":
 #: took 1.44 and 3.56 s, a slope of 1.09 M rows a second beside almost no
 #: packets; PIE's 3.14 and 5.61 s, 1.24 M; DualPI2's 3.82 and 7.28 s,
 #: 1.11 M. Rounded down, as PACKETS_PER_WALL_S is, so that the estimate
-#: errs long (the FIFO tree's 400 s: 3.8 s estimated).
+#: errs long (the FIFO tree's 400 s: 3.9 s estimated).
 QUEUE_ROWS_PER_WALL_S = 800_000
 #: Simulated bottleneck packets per wall-second the estimate assumes: below
 #: the benchmark's 16-23 M for DCTCP (docs/performance.md), because CUBIC,
@@ -176,11 +177,9 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     elif topology:
         links = [link for link in topology.get("links", []) or [] if link.get("rate")]
         queues = sum(2 if link.get("duplex") else 1 for link in links)
-        queue_aqms = {}
-        for link in links:  # a duplex link's reverse queue is a tail-drop FIFO
-            queue_aqms[link.get("aqm") or "fifo"] = queue_aqms.get(link.get("aqm") or "fifo", 0) + 1
-            if link.get("duplex"):
-                queue_aqms["fifo"] = queue_aqms.get("fifo", 0) + 1
+        # A duplex link's reverse queue is a tail-drop FIFO.
+        queue_aqms = Counter(link.get("aqm") or "fifo" for link in links)
+        queue_aqms["fifo"] += sum(1 for link in links if link.get("duplex"))
         # A duplex link's reverse queue carries the ACKs of what it carries
         # forward (a chain of duplex links: 1.5 packet-hops per data
         # packet-hop with delayed ACKs, 2.0 without; it counted 1.0).
@@ -188,7 +187,9 @@ def estimate(normalized: dict[str, Any]) -> Estimate:
     else:
         bottleneck = normalized.get("bottleneck") or {}
         queues = 2 if bottleneck.get("reverse") else 1
-        queue_aqms = {bottleneck.get("aqm") or "fifo": queues}
+        queue_aqms = Counter([bottleneck.get("aqm") or "fifo"])
+        if bottleneck.get("reverse"):
+            queue_aqms[bottleneck["reverse"].get("aqm") or "fifo"] += 1
         rate_bps = _bps(bottleneck.get("rate"))
         # A bottleneck packet crosses its flow's access queue first, and
         # the ACKs a reverse queue (one per two data packets with delayed ACKs).
@@ -242,10 +243,10 @@ def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: floa
       dropped."""
     hosts = k**3 // 4
     total = 0.0
-    # By sending host ("" for a pattern's every host): the segments its TCP
-    # groups offer, the most queue visits one of them costs, and the most
-    # its link carries while they are active.
-    by_host: dict[str, list[float]] = {}
+    # By sending host ("" for a pattern's every host): what its TCP groups
+    # offer, capped at what its link carries from the first one's start to
+    # the last one's stop.
+    by_host: dict[str, _HostOffer] = {}
     for f in normalized.get("flows", []) or []:
         path = _fat_tree_path_queues(k, f)
         senders = hosts if f.get("pattern") else 1
@@ -262,15 +263,33 @@ def _fat_tree_offered_packets(normalized: dict[str, Any], k: int, link_bps: floa
                 flows = senders * int(f.get("count", 1) or 1)
                 segments = min(segments, flows * (_size_bytes(f["size"]) / mss + 1))
                 total += flows * 2 * path
-            host = by_host.setdefault("" if f.get("pattern") else str(f.get("src")), [0.0, 0.0, 0.0])
-            host[0] += segments
-            host[1] = max(host[1], path * (1 if f.get("cc") == "qcn" else 2))
-            host[2] = max(host[2], line_rate)
-    total += sum(min(segments, most) * visits for segments, visits, most in by_host.values())
+            start_s = _ns(f.get("start", "0ns")) / 1e9
+            host = by_host.setdefault("" if f.get("pattern") else str(f.get("src")), _HostOffer(senders, start_s))
+            host.segments += segments
+            host.visits = max(host.visits, path * (1 if f.get("cc") == "qcn" else 2))
+            host.start_s = min(host.start_s, start_s)
+            host.stop_s = max(host.stop_s, start_s + _active_s(f, duration_s))
+    for host in by_host.values():
+        link_segments = host.senders * link_bps * max(0.0, host.stop_s - host.start_s) / (8 * mtu)
+        total += min(host.segments, link_segments) * host.visits
     for w in normalized.get("workloads", []) or []:
         segments = _mean_size_bytes(w.get("size") or {}) / mss + 1
         total += _workload_count(w, duration_s) * (2 * segments + 2) * _fat_tree_path_queues(k, w)
     return total
+
+
+@dataclass
+class _HostOffer:
+    """What a fat tree's sending host (or a pattern's every host, `senders`)
+    offers through its link: segments, the most queue visits a segment of
+    one of its groups costs (with its ACK), and the span its groups are
+    active in."""
+
+    senders: int
+    start_s: float
+    stop_s: float = 0.0
+    segments: float = 0.0
+    visits: int = 0
 
 
 def _fat_tree_path_queues(k: int, flow: dict[str, Any]) -> int:

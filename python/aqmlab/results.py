@@ -12,6 +12,7 @@ simulation itself is recomputed in Python.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -304,7 +305,7 @@ class Result:
             # (a rename that fails later still leaves the files before it new).
             for file in files:
                 if (out / file).is_dir():
-                    raise OutputError(21, f"cannot write {out / file}: a directory is in its place")
+                    raise OutputError(errno.EISDIR, f"cannot write {out / file}: a directory is in its place")
             written = {}
             for file in files:
                 written[file] = replace_with_temporary(temporary[file], out / file)
